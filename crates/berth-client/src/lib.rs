@@ -1,0 +1,1 @@
+//! Placeholder for the client library (issue #5).

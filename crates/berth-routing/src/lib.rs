@@ -1,0 +1,1 @@
+//! berth's routing core (in progress).

@@ -1,0 +1,123 @@
+//! Starting root sessions and running the whole benchmark.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::config::BenchConfig;
+use crate::error::BenchError;
+use crate::metrics::{RequestRecord, Summary};
+use crate::run::context::RunContext;
+use crate::run::progress::Progress;
+use crate::run::session::{SessionNode, run_session};
+use crate::transport::HttpClient;
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The configuration it ran with.
+    pub config: BenchConfig,
+    /// Every attempt, in send order.
+    pub records: Vec<RequestRecord>,
+    /// The figures.
+    pub summary: Summary,
+    /// Wall-clock time of the whole run, seconds.
+    pub wall_s: f64,
+    /// Root sessions started.
+    pub roots_started: u64,
+    /// Whether the run was stopped by the shutdown signal.
+    pub interrupted: bool,
+}
+
+/// Runs the benchmark described by `config` until its sessions finish, its duration ends, or
+/// `shutdown` resolves (then no new turn starts and requests in flight finish).
+pub async fn execute(
+    config: BenchConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<RunOutput, BenchError> {
+    let timeout = config.request_timeout.unwrap_or(Duration::from_secs(600));
+    let client = HttpClient::new(&config.url, timeout)?;
+    let ctx = Arc::new(RunContext::new(config, client));
+    let progress = Progress::start(Arc::clone(&ctx));
+    let started = Instant::now();
+
+    let mut interrupted = false;
+    let roots_started = {
+        let launch = launch_roots(Arc::clone(&ctx));
+        tokio::pin!(launch);
+        let deadline = async {
+            match ctx.config.duration {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::pin!(deadline);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                n = &mut launch => break n,
+                _ = &mut deadline, if !ctx.stopped() => ctx.stop(),
+                _ = &mut shutdown, if !interrupted => {
+                    interrupted = true;
+                    ctx.stop();
+                }
+            }
+        }
+    };
+    ctx.stop();
+    progress.finish().await;
+
+    let records = ctx.take_records();
+    let summary = Summary::from_records(&records);
+    let ctx = Arc::try_unwrap(ctx)
+        .map_err(|_| BenchError::config("internal", "session tasks outlived the run"))?;
+    Ok(RunOutput {
+        config: ctx.config,
+        records,
+        summary,
+        wall_s: started.elapsed().as_secs_f64(),
+        roots_started,
+        interrupted,
+    })
+}
+
+/// Starts root sessions until `--num-sessions` have started or the run stops, then waits for
+/// every started tree to finish. Returns how many roots started.
+async fn launch_roots(ctx: Arc<RunContext>) -> u64 {
+    let cfg = &ctx.config;
+    let permits = usize::try_from(cfg.concurrency)
+        .unwrap_or(usize::MAX)
+        .min(Semaphore::MAX_PERMITS);
+    let slots = Arc::new(Semaphore::new(permits));
+    let mut trees = JoinSet::new();
+    let mut index = 0u64;
+    while cfg.num_sessions.is_none_or(|n| index < n) && !ctx.stopped() {
+        if let Some(rate) = cfg.request_rate {
+            let at = ctx.started + Duration::from_secs_f64(index as f64 / rate);
+            let wait = at.saturating_duration_since(Instant::now());
+            if !ctx.sleep(wait).await {
+                break;
+            }
+        }
+        let permit = tokio::select! {
+            p = Arc::clone(&slots).acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = ctx.stopping() => break,
+        };
+        let node = SessionNode::root(&ctx, index);
+        let task_ctx = Arc::clone(&ctx);
+        trees.spawn(async move {
+            run_session(task_ctx, node).await;
+            drop(permit);
+        });
+        index += 1;
+        while trees.try_join_next().is_some() {}
+    }
+    while trees.join_next().await.is_some() {}
+    index
+}

@@ -1,13 +1,48 @@
-//! Placeholder for the simulated worker (issue #3); replaced by that issue's work.
+//! berth-sim: a simulated LLM inference worker with a KV prefix cache, a latency model and fault
+//! injection. It stands in for SGLang/vLLM on machines without GPUs, so what session routing is
+//! worth shows up as cache hits and time to first token, and it is the harness of every gateway
+//! and benchmark test.
+//!
+//! # Layout
+//! - [`builder`]: `SimWorker::builder()...spawn(listener)`, the way tests start a worker.
+//! - [`handle`]: `SimHandle`, a running worker's address, fault controls, counters, received
+//!   requests, `shutdown` and `join`.
+//! - [`config`]: `SimConfig`, validated once; [`cli`]: the `berth sim-worker` flags onto it.
+//! - [`faults`]: what can be injected (errors, hangs, slow-down, dropped streams, failing
+//!   health, exit) and how each request consults it.
+//! - [`tokenize`]: deterministic ~4-byte tokens, ChatML rendering, deterministic answers.
+//! - [`kv`]: 16-token blocks with chained hashes, LRU eviction, pinning of blocks in use.
+//! - [`latency`]: the pure timing model; `engine` (private): admission, serialized prefill,
+//!   continuous-batch decode.
+//! - `api` (private): every endpoint — generation in OpenAI, SGLang and Anthropic framing,
+//!   pooling endpoints, discovery, `/metrics`, and `/sim/*` controls.
+//! - `server`, `body`, `state` (private): the accept loop, response bodies, per-worker state.
+//! - [`record`], [`stats`]: what the worker received and its counters.
+//!
+//! No state is global: any number of workers run in one process, each owned by its handle.
 
-/// Command-line entry point.
-pub mod cli {
-    /// Flags of this subcommand.
-    #[derive(clap::Args, Debug)]
-    pub struct Args {}
+mod api;
+mod body;
+pub mod builder;
+pub mod cli;
+pub mod config;
+mod engine;
+mod error;
+pub mod faults;
+pub mod handle;
+pub mod kv;
+pub mod latency;
+pub mod record;
+mod server;
+mod state;
+pub mod stats;
+pub mod tokenize;
 
-    /// Runs the subcommand until it finishes or is interrupted.
-    pub async fn run(_args: Args) -> Result<(), std::io::Error> {
-        Err(std::io::Error::other("not built yet"))
-    }
-}
+pub use builder::{SimWorker, SimWorkerBuilder};
+pub use config::SimConfig;
+pub use error::SimError;
+pub use faults::Faults;
+pub use handle::SimHandle;
+pub use latency::LatencyModel;
+pub use record::RequestRecord;
+pub use stats::SimStats;

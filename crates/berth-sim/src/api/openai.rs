@@ -1,0 +1,139 @@
+//! OpenAI framing: chat completions, completions and (non-streamed) Responses.
+//!
+//! Streams follow OpenAI exactly: a first chat chunk carrying the role, one chunk per token, a
+//! chunk with `finish_reason`, then — always, as if `stream_options.include_usage` were set — a
+//! chunk with empty `choices` and the `usage` (cached tokens included), then `data: [DONE]`.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::framing::{sim_info, usage};
+use super::generation::{Finish, Generation};
+use super::respond::{sse_data, sse_done};
+use crate::tokenize::word_of;
+
+fn finish_reason(g: &Generation) -> &'static str {
+    match g.finish {
+        Finish::Length => "length",
+        Finish::Stop => "stop",
+    }
+}
+
+pub(crate) fn chat_whole(g: &Generation) -> Value {
+    json!({
+        "id": g.id,
+        "object": "chat.completion",
+        "created": g.created,
+        "model": g.model,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": g.text},
+            "logprobs": null,
+            "finish_reason": finish_reason(g),
+        }],
+        "usage": usage(g),
+        "sim": sim_info(g),
+    })
+}
+
+fn chat_chunk(g: &Generation, delta: Value, finish: Option<&str>) -> Bytes {
+    sse_data(&json!({
+        "id": g.id,
+        "object": "chat.completion.chunk",
+        "created": g.created,
+        "model": g.model,
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+    }))
+}
+
+pub(crate) fn chat_head(g: &Generation) -> Bytes {
+    chat_chunk(g, json!({"role": "assistant", "content": ""}), None)
+}
+
+pub(crate) fn chat_token(g: &Generation, i: usize) -> Bytes {
+    chat_chunk(g, json!({"content": word_of(&g.text, i)}), None)
+}
+
+fn usage_chunk(g: &Generation, object: &str) -> Bytes {
+    sse_data(&json!({
+        "id": g.id,
+        "object": object,
+        "created": g.created,
+        "model": g.model,
+        "choices": [],
+        "usage": usage(g),
+        "sim": sim_info(g),
+    }))
+}
+
+pub(crate) fn chat_tail(g: &Generation) -> Vec<Bytes> {
+    vec![
+        chat_chunk(g, json!({}), Some(finish_reason(g))),
+        usage_chunk(g, "chat.completion.chunk"),
+        sse_done(),
+    ]
+}
+
+pub(crate) fn completion_whole(g: &Generation) -> Value {
+    json!({
+        "id": g.id,
+        "object": "text_completion",
+        "created": g.created,
+        "model": g.model,
+        "choices": [{"index": 0, "text": g.text, "logprobs": null, "finish_reason": finish_reason(g)}],
+        "usage": usage(g),
+        "sim": sim_info(g),
+    })
+}
+
+fn completion_chunk(g: &Generation, text: &str, finish: Option<&str>) -> Bytes {
+    sse_data(&json!({
+        "id": g.id,
+        "object": "text_completion",
+        "created": g.created,
+        "model": g.model,
+        "choices": [{"index": 0, "text": text, "logprobs": null, "finish_reason": finish}],
+    }))
+}
+
+pub(crate) fn completion_token(g: &Generation, i: usize) -> Bytes {
+    completion_chunk(g, word_of(&g.text, i), None)
+}
+
+pub(crate) fn completion_tail(g: &Generation) -> Vec<Bytes> {
+    vec![
+        completion_chunk(g, "", Some(finish_reason(g))),
+        usage_chunk(g, "text_completion"),
+        sse_done(),
+    ]
+}
+
+pub(crate) fn responses_whole(g: &Generation) -> Value {
+    let completion = u64::from(g.completion_tokens);
+    json!({
+        "id": format!("resp_{}", g.id),
+        "object": "response",
+        "created_at": g.created,
+        "status": if g.finish == Finish::Length { "incomplete" } else { "completed" },
+        "incomplete_details": if g.finish == Finish::Length { json!({"reason": "max_output_tokens"}) } else { Value::Null },
+        "model": g.model,
+        "output": [{
+            "type": "message",
+            "id": format!("msg_{}", g.id),
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": g.text, "annotations": []}],
+        }],
+        "usage": {
+            "input_tokens": g.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": g.cached_tokens},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": g.prompt_tokens + completion,
+            "prompt_tokens": g.prompt_tokens,
+            "completion_tokens": completion,
+            "prompt_tokens_details": {"cached_tokens": g.cached_tokens},
+        },
+        "sim": sim_info(g),
+    })
+}

@@ -1,0 +1,234 @@
+//! The simulated engine: admission, prefill, decode, and the KV cache they share.
+//!
+//! A request becomes a [`Job`]: it waits for one of `max_running` slots (the rest queue, FIFO),
+//! looks its prompt up in the KV cache, prefills in a lane serialized per worker, then decodes one
+//! token per step while every other running request decodes alongside (a continuous batch whose
+//! step time grows with its size). Time to first token is therefore queue wait plus uncached
+//! prefill, and a hot worker gets slower. Finishing inserts the prompt's and the output's blocks;
+//! a job dropped early (client gone) only unpins what it used.
+//!
+//! Delays use `tokio::time`, so tests can pause the clock; at time scale 0 no timer is touched.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+use crate::SimError;
+use crate::kv::{BLOCK_TOKENS, KvCache, block_hashes};
+use crate::latency::LatencyModel;
+use crate::tokenize::Token;
+
+/// One worker's engine state.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    latency: LatencyModel,
+    kv: Mutex<KvCache>,
+    slots: Arc<Semaphore>,
+    prefill_lane: tokio::sync::Mutex<()>,
+    queued: AtomicUsize,
+    running: AtomicUsize,
+    decoding: AtomicUsize,
+    tokens_in_use: AtomicU64,
+}
+
+impl Engine {
+    pub(crate) fn new(latency: LatencyModel, kv_capacity_tokens: u64, max_running: usize) -> Self {
+        Self {
+            latency,
+            kv: Mutex::new(KvCache::new(kv_capacity_tokens)),
+            slots: Arc::new(Semaphore::new(max_running)),
+            prefill_lane: tokio::sync::Mutex::new(()),
+            queued: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            decoding: AtomicUsize::new(0),
+            tokens_in_use: AtomicU64::new(0),
+        }
+    }
+
+    /// Requests waiting for a running slot.
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Requests holding a running slot.
+    pub(crate) fn running(&self) -> usize {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    /// KV blocks held and the cache's capacity, in tokens.
+    pub(crate) fn kv_tokens(&self) -> (u64, u64) {
+        let kv = self.lock_kv();
+        (
+            (kv.used_blocks() * BLOCK_TOKENS) as u64,
+            (kv.capacity_blocks() * BLOCK_TOKENS) as u64,
+        )
+    }
+
+    /// Prompt tokens of running requests.
+    pub(crate) fn tokens_in_use(&self) -> u64 {
+        self.tokens_in_use.load(Ordering::Relaxed)
+    }
+
+    fn lock_kv(&self) -> MutexGuard<'_, KvCache> {
+        // A panic while holding the lock leaves a consistent cache (every operation is a few map
+        // updates), so a poisoned lock is still usable.
+        self.kv
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Waits for a running slot, then looks the prompt up in the cache.
+    pub(crate) async fn admit(
+        self: &Arc<Self>,
+        model: &str,
+        prompt: Vec<Token>,
+    ) -> Result<Job, SimError> {
+        let start = Instant::now();
+        let permit = {
+            let _queued = CountGuard::new(&self.queued);
+            self.slots
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| SimError::EngineStopped)?
+        };
+        let queue_wait = start.elapsed();
+        self.running.fetch_add(1, Ordering::Relaxed);
+        self.tokens_in_use
+            .fetch_add(prompt.len() as u64, Ordering::Relaxed);
+        let hashes = block_hashes(model, &prompt);
+        // At least one prompt token is always computed, as in real engines.
+        let max_blocks = prompt.len().saturating_sub(1) / BLOCK_TOKENS;
+        let matched = self.lock_kv().acquire(&hashes, max_blocks);
+        Ok(Job {
+            engine: Arc::clone(self),
+            model: model.to_owned(),
+            prompt,
+            hashes,
+            matched,
+            queue_wait,
+            prefill_time: Duration::ZERO,
+            decoding: false,
+            finished: false,
+            _permit: permit,
+        })
+    }
+}
+
+/// Increments a counter for its lifetime (so a cancelled wait still decrements).
+struct CountGuard<'a>(&'a AtomicUsize);
+
+impl<'a> CountGuard<'a> {
+    fn new(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Self(counter)
+    }
+}
+
+impl Drop for CountGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A request holding a running slot.
+#[derive(Debug)]
+pub(crate) struct Job {
+    engine: Arc<Engine>,
+    model: String,
+    prompt: Vec<Token>,
+    hashes: Vec<u64>,
+    matched: usize,
+    queue_wait: Duration,
+    prefill_time: Duration,
+    decoding: bool,
+    finished: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Job {
+    /// Prompt tokens.
+    pub(crate) fn prompt_tokens(&self) -> u64 {
+        self.prompt.len() as u64
+    }
+
+    /// Prompt tokens found in the KV cache (whole blocks).
+    pub(crate) fn cached_tokens(&self) -> u64 {
+        (self.matched * BLOCK_TOKENS) as u64
+    }
+
+    /// The prompt's tokens.
+    pub(crate) fn prompt(&self) -> &[Token] {
+        &self.prompt
+    }
+
+    /// Time spent waiting for a running slot.
+    pub(crate) fn queue_wait(&self) -> Duration {
+        self.queue_wait
+    }
+
+    /// Time spent prefilling (including waiting for the prefill lane).
+    pub(crate) fn prefill_time(&self) -> Duration {
+        self.prefill_time
+    }
+
+    /// Prefills the uncached part of the prompt, serialized with every other prefill.
+    pub(crate) async fn prefill(&mut self, slowdown: f64) {
+        let cached = self.cached_tokens();
+        let uncached = self.prompt_tokens() - cached;
+        let delay = self.engine.latency.prefill(uncached, cached, slowdown);
+        if !delay.is_zero() {
+            let start = Instant::now();
+            let _lane = self.engine.prefill_lane.lock().await;
+            tokio::time::sleep(delay).await;
+            self.prefill_time = start.elapsed();
+        }
+        self.engine.decoding.fetch_add(1, Ordering::Relaxed);
+        self.decoding = true;
+    }
+
+    /// Waits one decode step of the current batch.
+    pub(crate) async fn decode_step(&self, slowdown: f64) {
+        let batch = self.engine.decoding.load(Ordering::Relaxed);
+        let delay = self.engine.latency.decode_step(batch, slowdown);
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// Completes the request: its prompt and output blocks enter the cache.
+    pub(crate) fn finish(mut self, output: &[Token]) {
+        let mut full = std::mem::take(&mut self.prompt);
+        full.extend_from_slice(output);
+        let full_hashes = block_hashes(&self.model, &full);
+        let mut kv = self.engine.lock_kv();
+        kv.insert(&full_hashes);
+        kv.release(&self.hashes, self.matched);
+        drop(kv);
+        self.finished = true;
+        self.engine
+            .tokens_in_use
+            .fetch_sub(full.len() as u64 - output.len() as u64, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.engine.lock_kv().release(&self.hashes, self.matched);
+            self.engine
+                .tokens_in_use
+                .fetch_sub(self.prompt.len() as u64, Ordering::Relaxed);
+        }
+        if self.decoding {
+            self.engine.decoding.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.engine.running.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests;

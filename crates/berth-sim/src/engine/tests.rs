@@ -1,0 +1,112 @@
+//! Engine tests under a paused tokio clock: delays are virtual, so orderings are exact and the
+//! tests never wait on wall-clock time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::*;
+use crate::tokenize::{generate_output, tokenize};
+
+fn engine(max_running: usize) -> Arc<Engine> {
+    Arc::new(Engine::new(LatencyModel::default(), 100_000, max_running))
+}
+
+/// Runs a request to completion and returns (time to first token, cached tokens).
+async fn run(engine: &Arc<Engine>, prompt: &str, out: u32) -> (Duration, u64, String) {
+    let start = Instant::now();
+    let tokens = tokenize(prompt);
+    let mut job = engine.admit("m", tokens).await.unwrap();
+    job.prefill(1.0).await;
+    job.decode_step(1.0).await;
+    let ttft = start.elapsed();
+    for _ in 1..out {
+        job.decode_step(1.0).await;
+    }
+    let cached = job.cached_tokens();
+    let (text, output) = generate_output(job.prompt(), out);
+    job.finish(&output);
+    (ttft, cached, text)
+}
+
+fn long_prompt(salt: &str) -> String {
+    format!(
+        "<|im_start|>user\n{salt} {}<|im_end|>\n<|im_start|>assistant\n",
+        "word ".repeat(2000)
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cached_prefix_starts_sooner() {
+    let engine = engine(8);
+    let prompt = long_prompt("a");
+    let (cold, cached_cold, answer) = run(&engine, &prompt, 8).await;
+    assert_eq!(cached_cold, 0);
+    let turn2 = format!("{prompt}{answer}<|im_end|>\n<|im_start|>user\nmore<|im_end|>\n");
+    let (warm, cached_warm, _) = run(&engine, &turn2, 8).await;
+    assert!(cached_warm > 0);
+    assert!(warm < cold, "warm {warm:?} should beat cold {cold:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_worker_queues_and_gets_slower() {
+    let engine = engine(1);
+    let start = Instant::now();
+    let first = tokio::spawn({
+        let engine = Arc::clone(&engine);
+        async move { run(&engine, &long_prompt("x"), 4).await.0 }
+    });
+    tokio::task::yield_now().await;
+    let second = tokio::spawn({
+        let engine = Arc::clone(&engine);
+        async move { run(&engine, &long_prompt("y"), 4).await.0 }
+    });
+    let (first, second) = (first.await.unwrap(), second.await.unwrap());
+    assert!(
+        second > first,
+        "queued request's TTFT {second:?} exceeds {first:?}"
+    );
+    assert!(start.elapsed() >= first * 2);
+    assert_eq!(engine.running(), 0);
+    assert_eq!(engine.queued(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn prefill_is_serialized() {
+    let engine = engine(8);
+    let a = tokio::spawn({
+        let engine = Arc::clone(&engine);
+        async move { run(&engine, &long_prompt("p"), 1).await.0 }
+    });
+    let b = tokio::spawn({
+        let engine = Arc::clone(&engine);
+        async move { run(&engine, &long_prompt("q"), 1).await.0 }
+    });
+    let (a, b) = (a.await.unwrap(), b.await.unwrap());
+    let (fast, slow) = if a < b { (a, b) } else { (b, a) };
+    assert!(
+        slow >= fast * 2 - Duration::from_millis(20),
+        "{slow:?} vs {fast:?}"
+    );
+}
+
+#[tokio::test]
+async fn time_scale_zero_is_instant_and_dropped_jobs_release() {
+    let engine = Arc::new(Engine::new(
+        LatencyModel {
+            time_scale: 0.0,
+            ..LatencyModel::default()
+        },
+        1_000,
+        2,
+    ));
+    let job = engine
+        .admit("m", tokenize(&"abcd ".repeat(100)))
+        .await
+        .unwrap();
+    assert_eq!(engine.running(), 1);
+    drop(job);
+    assert_eq!(engine.running(), 0);
+    assert_eq!(engine.tokens_in_use(), 0);
+}

@@ -1,13 +1,42 @@
-//! Placeholder for the gateway (issue #4); replaced by that issue's work.
+//! berth's gateway: `berth serve`, a session-affinity HTTP gateway for LLM inference workers,
+//! drop-in for the SGLang Model Gateway (same flags, headers, metrics and error codes).
+//!
+//! Layout:
+//! - [`cli`]: flags with SMG's names, `--config FILE`, the process entry point.
+//! - [`config`]: the typed, validated [`GatewayConfig`].
+//! - [`server`]: [`Gateway::builder`] / [`GatewayHandle`] / [`serve`]: listeners, connections,
+//!   graceful shutdown, the Prometheus listener.
+//! - `service.rs`: method/path dispatch and inbound auth; `admin.rs`: `/workers`.
+//! - `proxy/`: the request path (body path, routing decision, forwarding, retries, streaming).
+//! - `registry/`: workers, health checks, circuit breakers, the lock-free worker view.
+//! - [`error`]: the one error enum and its one mapping to HTTP.
+//! - [`metrics`]: Prometheus metrics with SMG's names.
+//! - `body.rs`, `upstream.rs`: response and request bodies, the pooled worker client.
+//! - `eviction.rs`: the periodic pin sweep; [`clock`]: monotonic time for the routing core.
+//!
+//! Routing itself (keys, pins, policies, breaker and health state machines) is the routing
+//! core's; this crate does IO around it and never decides placement itself.
 
-/// Command-line entry point.
-pub mod cli {
-    /// Flags of this subcommand.
-    #[derive(clap::Args, Debug)]
-    pub struct Args {}
+pub mod body;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod metrics;
+pub mod server;
 
-    /// Runs the subcommand until it finishes or is interrupted.
-    pub async fn run(_args: Args) -> Result<(), std::io::Error> {
-        Err(std::io::Error::other("not built yet"))
-    }
-}
+mod admin;
+mod eviction;
+mod proxy;
+mod registry;
+mod service;
+mod state;
+mod upstream;
+
+/// The routing core, re-exported: [`GatewayConfig::router`] is its `RouterOptions`.
+pub use berth_routing as routing;
+
+pub use config::GatewayConfig;
+pub use error::GatewayError;
+pub use registry::WorkerAddr;
+pub use server::{Gateway, GatewayBuilder, GatewayHandle, serve};

@@ -41,7 +41,9 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Serve(args) => {
-            init_logging("info", false);
+            // `--config` may set the log flags too, so resolve it before logging starts.
+            let args = args.resolve()?;
+            init_logging(args.log_level(), args.log_json);
             runtime.block_on(berth_gateway::cli::run(args))?;
         }
         Command::SimWorker(args) => {

@@ -1,0 +1,350 @@
+//! `berth serve`: flags (SMG's names), `--config FILE`, and the process entry point.
+//!
+//! Every flag is optional on the command line so a TOML file (`--config`, same keys as the flags
+//! without the dashes, e.g. `worker-urls = ["http://w1:8000"]`) can supply it; the command line
+//! wins over the file, the file over the defaults. Enum-valued flags stay strings here and are
+//! parsed into the core's closed enums once, in [`GatewayConfig::from_args`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::config::{GatewayConfig, Secret, defaults};
+use crate::error::GatewayError;
+use crate::routing::{AssignmentMode, PolicyKind};
+
+/// Flags of `berth serve`. Names follow the SGLang Model Gateway (`smg launch`).
+#[derive(clap::Args, Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct Args {
+    /// Address to listen on [default: 127.0.0.1].
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Port to listen on [default: 30000].
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Worker base URLs, e.g. http://10.0.0.1:8000 (space-separated).
+    #[arg(long, num_args = 1..)]
+    pub worker_urls: Vec<String>,
+    /// Routing policy: random, round_robin, power_of_two, cache_aware, consistent_hashing, manual
+    /// [default: cache_aware].
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Pin keyed requests (body rid or routing-key header) on top of any policy.
+    #[arg(long, alias = "sticky-sessions")]
+    #[serde(alias = "sticky-sessions")]
+    pub routing_key_override: bool,
+    /// Ordered routing-key header names [default: x-smg-routing-key].
+    #[arg(long, num_args = 1..)]
+    pub routing_key_headers: Vec<String>,
+    /// Where new keys go: random, min_load, min_group, delegate [default: random under manual,
+    /// delegate under the override].
+    #[arg(long)]
+    pub assignment_mode: Option<String>,
+    /// Pins unused this long are evicted; 0 disables eviction [default: 14400].
+    #[arg(long)]
+    pub max_idle_secs: Option<u64>,
+    /// Seconds between eviction sweeps; 0 disables (refused with cache_aware) [default: 120].
+    #[arg(long, alias = "eviction-interval")]
+    #[serde(alias = "eviction-interval")]
+    pub eviction_interval_secs: Option<u64>,
+    /// Let keyless requests through under consistent_hashing and manual.
+    #[arg(long)]
+    pub allow_requests_without_routing_key: bool,
+    /// cache_aware: prefix-match ratio above which the best-matching worker wins [default: 0.3].
+    #[arg(long)]
+    pub cache_threshold: Option<f64>,
+    /// cache_aware: absolute load gap that triggers load balancing [default: 64].
+    #[arg(long)]
+    pub balance_abs_threshold: Option<u32>,
+    /// cache_aware: relative load ratio that triggers load balancing [default: 1.5].
+    #[arg(long)]
+    pub balance_rel_threshold: Option<f64>,
+    /// cache_aware: maximum prefix-tree size per worker [default: 67108864].
+    #[arg(long)]
+    pub max_tree_size: Option<usize>,
+    /// Largest accepted request body in bytes; larger gets 413 [default: 536870912].
+    #[arg(long)]
+    pub max_payload_size: Option<usize>,
+    /// Seconds allowed for a worker's response headers; then 504 [default: 1800].
+    #[arg(long)]
+    pub request_timeout_secs: Option<u64>,
+    /// Retries on other workers before any response byte was sent [default: 5].
+    #[arg(long)]
+    pub retry_max_retries: Option<u32>,
+    /// Consecutive failures that open a worker's circuit breaker [default: 10].
+    #[arg(long)]
+    pub cb_failure_threshold: Option<u32>,
+    /// Half-open successes that close the breaker [default: 3].
+    #[arg(long)]
+    pub cb_success_threshold: Option<u32>,
+    /// Seconds a breaker stays open before a half-open trial [default: 60].
+    #[arg(long)]
+    pub cb_timeout_duration_secs: Option<u64>,
+    /// Seconds between health checks (GET /health) of each worker [default: 60].
+    #[arg(long)]
+    pub health_check_interval_secs: Option<u64>,
+    /// Timeout of one health check [default: 5].
+    #[arg(long)]
+    pub health_check_timeout_secs: Option<u64>,
+    /// Failed checks in a row that take a worker out of routing [default: 3].
+    #[arg(long)]
+    pub health_failure_threshold: Option<u32>,
+    /// Good checks in a row that bring it back [default: 2].
+    #[arg(long)]
+    pub health_success_threshold: Option<u32>,
+    /// Seconds start-up waits for the workers to answer /health [default: 1800].
+    #[arg(long)]
+    pub worker_startup_timeout_secs: Option<u64>,
+    /// Require `Authorization: Bearer <key>` on generation routes.
+    #[arg(long)]
+    pub api_key: Option<String>,
+    /// Address of the Prometheus endpoint [default: 127.0.0.1].
+    #[arg(long)]
+    pub prometheus_host: Option<String>,
+    /// Port of the Prometheus endpoint [default: 29000].
+    #[arg(long)]
+    pub prometheus_port: Option<u16>,
+    /// Log level (trace, debug, info, warn, error) [default: info].
+    #[arg(long)]
+    pub log_level: Option<String>,
+    /// Log as JSON lines.
+    #[arg(long)]
+    pub log_json: bool,
+    /// berth: cap on sticky pins; 0 = unbounded (oldest idle evicted first) [default: 0].
+    #[arg(long)]
+    pub max_sticky_keys: Option<usize>,
+    /// berth: in-flight requests per key on its worker before re-placement [default: 2].
+    #[arg(long)]
+    pub sticky_inflight_cap: Option<u32>,
+    /// berth: require `Authorization: Bearer <key>` on /workers.
+    #[arg(long)]
+    pub admin_api_key: Option<String>,
+    /// berth: seconds in-flight requests get to finish after SIGTERM/SIGINT [default: 30].
+    #[arg(long)]
+    pub shutdown_grace_period_secs: Option<u64>,
+    /// berth: read flags from this TOML file (same keys as the flags); the command line wins.
+    #[arg(long)]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+}
+
+impl Args {
+    /// Fills every flag not given on the command line from `file`.
+    pub fn merged_with(self, file: Args) -> Args {
+        fn vec_or(a: Vec<String>, b: Vec<String>) -> Vec<String> {
+            if a.is_empty() { b } else { a }
+        }
+        Args {
+            host: self.host.or(file.host),
+            port: self.port.or(file.port),
+            worker_urls: vec_or(self.worker_urls, file.worker_urls),
+            policy: self.policy.or(file.policy),
+            routing_key_override: self.routing_key_override || file.routing_key_override,
+            routing_key_headers: vec_or(self.routing_key_headers, file.routing_key_headers),
+            assignment_mode: self.assignment_mode.or(file.assignment_mode),
+            max_idle_secs: self.max_idle_secs.or(file.max_idle_secs),
+            eviction_interval_secs: self.eviction_interval_secs.or(file.eviction_interval_secs),
+            allow_requests_without_routing_key: self.allow_requests_without_routing_key
+                || file.allow_requests_without_routing_key,
+            cache_threshold: self.cache_threshold.or(file.cache_threshold),
+            balance_abs_threshold: self.balance_abs_threshold.or(file.balance_abs_threshold),
+            balance_rel_threshold: self.balance_rel_threshold.or(file.balance_rel_threshold),
+            max_tree_size: self.max_tree_size.or(file.max_tree_size),
+            max_payload_size: self.max_payload_size.or(file.max_payload_size),
+            request_timeout_secs: self.request_timeout_secs.or(file.request_timeout_secs),
+            retry_max_retries: self.retry_max_retries.or(file.retry_max_retries),
+            cb_failure_threshold: self.cb_failure_threshold.or(file.cb_failure_threshold),
+            cb_success_threshold: self.cb_success_threshold.or(file.cb_success_threshold),
+            cb_timeout_duration_secs: self
+                .cb_timeout_duration_secs
+                .or(file.cb_timeout_duration_secs),
+            health_check_interval_secs: self
+                .health_check_interval_secs
+                .or(file.health_check_interval_secs),
+            health_check_timeout_secs: self
+                .health_check_timeout_secs
+                .or(file.health_check_timeout_secs),
+            health_failure_threshold: self
+                .health_failure_threshold
+                .or(file.health_failure_threshold),
+            health_success_threshold: self
+                .health_success_threshold
+                .or(file.health_success_threshold),
+            worker_startup_timeout_secs: self
+                .worker_startup_timeout_secs
+                .or(file.worker_startup_timeout_secs),
+            api_key: self.api_key.or(file.api_key),
+            prometheus_host: self.prometheus_host.or(file.prometheus_host),
+            prometheus_port: self.prometheus_port.or(file.prometheus_port),
+            log_level: self.log_level.or(file.log_level),
+            log_json: self.log_json || file.log_json,
+            max_sticky_keys: self.max_sticky_keys.or(file.max_sticky_keys),
+            sticky_inflight_cap: self.sticky_inflight_cap.or(file.sticky_inflight_cap),
+            admin_api_key: self.admin_api_key.or(file.admin_api_key),
+            shutdown_grace_period_secs: self
+                .shutdown_grace_period_secs
+                .or(file.shutdown_grace_period_secs),
+            config: self.config,
+        }
+    }
+
+    /// Reads `--config` (when given) and merges it under the command line.
+    pub fn resolve(self) -> Result<Args, GatewayError> {
+        let Some(path) = self.config.clone() else {
+            return Ok(self);
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| GatewayError::Config(format!("--config {}: {e}", path.display())))?;
+        let file: Args = toml::from_str(&text)
+            .map_err(|e| GatewayError::Config(format!("--config {}: {e}", path.display())))?;
+        Ok(self.merged_with(file))
+    }
+
+    /// The effective `--log-level`.
+    pub fn log_level(&self) -> &str {
+        self.log_level.as_deref().unwrap_or("info")
+    }
+
+    /// The address `--host`/`--port` name.
+    pub fn listen_addr(&self) -> Result<SocketAddr, GatewayError> {
+        socket_addr(
+            self.host.as_deref().unwrap_or(defaults::HOST),
+            self.port.unwrap_or(defaults::PORT),
+        )
+        .map_err(|e| GatewayError::Config(format!("--host: {e}")))
+    }
+}
+
+fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or_else(|| format!("{host} resolves to no address"))
+}
+
+impl GatewayConfig {
+    /// Validated configuration from the flags (after [`Args::resolve`]).
+    pub fn from_args(args: &Args) -> Result<GatewayConfig, GatewayError> {
+        let mut c = GatewayConfig::new(args.worker_urls.clone());
+        let r = &mut c.router;
+        if let Some(p) = &args.policy {
+            r.policy = p
+                .parse::<PolicyKind>()
+                .map_err(|e| GatewayError::Config(format!("--policy: {e}")))?;
+        }
+        r.routing_key_override = args.routing_key_override;
+        if !args.routing_key_headers.is_empty() {
+            r.routing_key_headers = args.routing_key_headers.clone();
+        }
+        if let Some(m) = &args.assignment_mode {
+            r.assignment_mode = Some(
+                m.parse::<AssignmentMode>()
+                    .map_err(|e| GatewayError::Config(format!("--assignment-mode: {e}")))?,
+            );
+        }
+        set(&mut r.max_idle_secs, args.max_idle_secs);
+        set(&mut r.eviction_interval_secs, args.eviction_interval_secs);
+        r.allow_requests_without_routing_key = args.allow_requests_without_routing_key;
+        set(&mut r.cache_threshold, args.cache_threshold);
+        set(&mut r.balance_abs_threshold, args.balance_abs_threshold);
+        set(&mut r.balance_rel_threshold, args.balance_rel_threshold);
+        set(&mut r.max_tree_size, args.max_tree_size);
+        set(&mut r.max_sticky_keys, args.max_sticky_keys);
+        set(&mut r.sticky_inflight_cap, args.sticky_inflight_cap);
+        set(&mut c.max_payload_size, args.max_payload_size);
+        set(
+            &mut c.request_timeout,
+            args.request_timeout_secs.map(Duration::from_secs),
+        );
+        set(&mut c.retry_max_retries, args.retry_max_retries);
+        set(&mut c.breaker.failure_threshold, args.cb_failure_threshold);
+        set(&mut c.breaker.success_threshold, args.cb_success_threshold);
+        set(
+            &mut c.breaker.open_timeout,
+            args.cb_timeout_duration_secs.map(Duration::from_secs),
+        );
+        set(
+            &mut c.health.interval,
+            args.health_check_interval_secs.map(Duration::from_secs),
+        );
+        set(
+            &mut c.health.timeout,
+            args.health_check_timeout_secs.map(Duration::from_secs),
+        );
+        set(
+            &mut c.health.failure_threshold,
+            args.health_failure_threshold,
+        );
+        set(
+            &mut c.health.success_threshold,
+            args.health_success_threshold,
+        );
+        set(
+            &mut c.worker_startup_timeout,
+            args.worker_startup_timeout_secs.map(Duration::from_secs),
+        );
+        set(
+            &mut c.shutdown_grace,
+            args.shutdown_grace_period_secs.map(Duration::from_secs),
+        );
+        c.api_key = args.api_key.clone().map(Secret);
+        c.admin_api_key = args.admin_api_key.clone().map(Secret);
+        let prom_host = args
+            .prometheus_host
+            .as_deref()
+            .unwrap_or(defaults::PROMETHEUS_HOST);
+        let prom_port = args.prometheus_port.unwrap_or(defaults::PROMETHEUS_PORT);
+        c.prometheus_addr = Some(
+            socket_addr(prom_host, prom_port)
+                .map_err(|e| GatewayError::Config(format!("--prometheus-host: {e}")))?,
+        );
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *slot = v;
+    }
+}
+
+/// Runs `berth serve` until SIGTERM or SIGINT, then drains in-flight requests.
+pub async fn run(args: Args) -> Result<(), GatewayError> {
+    let args = args.resolve()?;
+    let config = GatewayConfig::from_args(&args)?;
+    let listener = tokio::net::TcpListener::bind(args.listen_addr()?)
+        .await
+        .map_err(|e| GatewayError::Startup(format!("--host/--port: cannot listen: {e}")))?;
+    crate::server::serve(listener, config, shutdown_signal()).await
+}
+
+/// Resolves on the first SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutdown signal received; draining in-flight requests");
+}

@@ -1,0 +1,190 @@
+//! The gateway's typed configuration, validated once.
+//!
+//! [`GatewayConfig`] is what [`crate::Gateway`] runs on. It is built from the command line (and
+//! `--config FILE`) by [`GatewayConfig::from_args`], or constructed directly by embedders and
+//! tests (`GatewayConfig::new(urls)` then adjust the pub fields). Either way [`GatewayConfig::validate`]
+//! runs before anything starts, and every refusal names the flag to fix.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::error::GatewayError;
+use crate::routing::{Router, RouterOptions};
+
+/// Defaults shared by the CLI help, the docs and [`GatewayConfig::new`].
+pub mod defaults {
+    /// `--host`.
+    pub const HOST: &str = "127.0.0.1";
+    /// `--port`.
+    pub const PORT: u16 = 30000;
+    /// `--max-payload-size` (bytes).
+    pub const MAX_PAYLOAD_SIZE: usize = 512 * 1024 * 1024;
+    /// `--request-timeout-secs`.
+    pub const REQUEST_TIMEOUT_SECS: u64 = 1800;
+    /// `--retry-max-retries`.
+    pub const RETRY_MAX_RETRIES: u32 = 5;
+    /// `--cb-failure-threshold`.
+    pub const CB_FAILURE_THRESHOLD: u32 = 10;
+    /// `--cb-success-threshold`.
+    pub const CB_SUCCESS_THRESHOLD: u32 = 3;
+    /// `--cb-timeout-duration-secs`.
+    pub const CB_TIMEOUT_DURATION_SECS: u64 = 60;
+    /// `--health-check-interval-secs`.
+    pub const HEALTH_CHECK_INTERVAL_SECS: u64 = 60;
+    /// `--health-check-timeout-secs`.
+    pub const HEALTH_CHECK_TIMEOUT_SECS: u64 = 5;
+    /// `--health-failure-threshold`.
+    pub const HEALTH_FAILURE_THRESHOLD: u32 = 3;
+    /// `--health-success-threshold`.
+    pub const HEALTH_SUCCESS_THRESHOLD: u32 = 2;
+    /// `--worker-startup-timeout-secs`.
+    pub const WORKER_STARTUP_TIMEOUT_SECS: u64 = 1800;
+    /// `--prometheus-host`.
+    pub const PROMETHEUS_HOST: &str = "127.0.0.1";
+    /// `--prometheus-port`.
+    pub const PROMETHEUS_PORT: u16 = 29000;
+    /// `--shutdown-grace-period-secs`.
+    pub const SHUTDOWN_GRACE_PERIOD_SECS: u64 = 30;
+}
+
+/// A string that never shows up in `Debug` output or logs (API keys).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Per-worker circuit breaker settings.
+#[derive(Clone, Debug)]
+pub struct BreakerSettings {
+    /// Consecutive failures that open the breaker (`--cb-failure-threshold`).
+    pub failure_threshold: u32,
+    /// Successes in half-open that close it again (`--cb-success-threshold`).
+    pub success_threshold: u32,
+    /// How long it stays open before a half-open trial (`--cb-timeout-duration-secs`).
+    pub open_timeout: Duration,
+}
+
+/// Active health-check settings.
+#[derive(Clone, Debug)]
+pub struct HealthSettings {
+    /// Time between probes of each worker (`--health-check-interval-secs`).
+    pub interval: Duration,
+    /// Timeout of one probe (`--health-check-timeout-secs`).
+    pub timeout: Duration,
+    /// Consecutive failed probes that take a worker out (`--health-failure-threshold`).
+    pub failure_threshold: u32,
+    /// Consecutive good probes that bring it back (`--health-success-threshold`).
+    pub success_threshold: u32,
+}
+
+/// Everything the gateway needs to run.
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    /// Workers registered at start (`--worker-urls`).
+    pub worker_urls: Vec<String>,
+    /// Routing options handed to the core (policy, override, assignment mode, eviction, ...).
+    pub router: RouterOptions,
+    /// Largest accepted request body, bytes (`--max-payload-size`).
+    pub max_payload_size: usize,
+    /// Time allowed for a worker's response headers (`--request-timeout-secs`).
+    pub request_timeout: Duration,
+    /// Extra attempts on other workers (`--retry-max-retries`).
+    pub retry_max_retries: u32,
+    /// Circuit breaker.
+    pub breaker: BreakerSettings,
+    /// Health checks.
+    pub health: HealthSettings,
+    /// How long start-up waits for the `--worker-urls` to answer `/health`.
+    pub worker_startup_timeout: Duration,
+    /// Inbound auth for generation routes (`--api-key`).
+    pub api_key: Option<Secret>,
+    /// Auth for the `/workers` admin API (`--admin-api-key`).
+    pub admin_api_key: Option<Secret>,
+    /// Where the Prometheus endpoint listens when the CLI binds it; `None` disables it.
+    pub prometheus_addr: Option<SocketAddr>,
+    /// How long in-flight requests may run after shutdown starts.
+    pub shutdown_grace: Duration,
+}
+
+impl GatewayConfig {
+    /// A configuration with SMG's defaults for these workers.
+    pub fn new(worker_urls: Vec<String>) -> Self {
+        use defaults::*;
+        Self {
+            worker_urls,
+            router: RouterOptions::default(),
+            max_payload_size: MAX_PAYLOAD_SIZE,
+            request_timeout: Duration::from_secs(REQUEST_TIMEOUT_SECS),
+            retry_max_retries: RETRY_MAX_RETRIES,
+            breaker: BreakerSettings {
+                failure_threshold: CB_FAILURE_THRESHOLD,
+                success_threshold: CB_SUCCESS_THRESHOLD,
+                open_timeout: Duration::from_secs(CB_TIMEOUT_DURATION_SECS),
+            },
+            health: HealthSettings {
+                interval: Duration::from_secs(HEALTH_CHECK_INTERVAL_SECS),
+                timeout: Duration::from_secs(HEALTH_CHECK_TIMEOUT_SECS),
+                failure_threshold: HEALTH_FAILURE_THRESHOLD,
+                success_threshold: HEALTH_SUCCESS_THRESHOLD,
+            },
+            worker_startup_timeout: Duration::from_secs(WORKER_STARTUP_TIMEOUT_SECS),
+            api_key: None,
+            admin_api_key: None,
+            prometheus_addr: None,
+            shutdown_grace: Duration::from_secs(SHUTDOWN_GRACE_PERIOD_SECS),
+        }
+    }
+
+    /// Checks what the routing core does not: refuses with a message naming the flag.
+    pub fn validate(&self) -> Result<(), GatewayError> {
+        let bad = |flag: &str, why: &str| Err(GatewayError::Config(format!("{flag}: {why}")));
+        if self.worker_urls.is_empty() {
+            return bad("--worker-urls", "at least one worker URL is required");
+        }
+        for url in &self.worker_urls {
+            crate::registry::WorkerAddr::parse(url)
+                .map_err(|e| GatewayError::Config(format!("--worker-urls: {e}")))?;
+        }
+        // The routing core validates its own options and names the flag.
+        Router::new(&self.router).map_err(|e| GatewayError::Config(e.to_string()))?;
+        if self.max_payload_size == 0 {
+            return bad("--max-payload-size", "must be at least 1 byte");
+        }
+        if self.request_timeout.is_zero() {
+            return bad("--request-timeout-secs", "must be at least 1");
+        }
+        if self.breaker.failure_threshold == 0 {
+            return bad("--cb-failure-threshold", "must be at least 1");
+        }
+        if self.breaker.success_threshold == 0 {
+            return bad("--cb-success-threshold", "must be at least 1");
+        }
+        if self.breaker.open_timeout.is_zero() {
+            return bad("--cb-timeout-duration-secs", "must be at least 1");
+        }
+        if self.health.interval.is_zero() {
+            return bad("--health-check-interval-secs", "must be at least 1");
+        }
+        if self.health.timeout.is_zero() {
+            return bad("--health-check-timeout-secs", "must be at least 1");
+        }
+        if self.health.failure_threshold == 0 {
+            return bad("--health-failure-threshold", "must be at least 1");
+        }
+        if self.health.success_threshold == 0 {
+            return bad("--health-success-threshold", "must be at least 1");
+        }
+        if self.api_key.as_ref().is_some_and(|k| k.0.is_empty()) {
+            return bad("--api-key", "must not be empty");
+        }
+        if self.admin_api_key.as_ref().is_some_and(|k| k.0.is_empty()) {
+            return bad("--admin-api-key", "must not be empty");
+        }
+        Ok(())
+    }
+}

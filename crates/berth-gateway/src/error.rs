@@ -1,0 +1,255 @@
+//! The gateway's one error type and its one mapping to HTTP.
+//!
+//! Every response the gateway makes itself (as opposed to a worker's response, which passes
+//! through untouched) is built by [`GatewayError::to_response`]: a status, the OpenAI-style body
+//! `{"error": {"message", "type", "code", "param"}}` and an `x-smg-error-code` header carrying
+//! the same code, so a client can tell a gateway refusal from a worker failure. Building the
+//! response has no side effects; callers log and count around it.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+
+use crate::body::ResBody;
+
+/// Name of the header that carries [`ErrorCode::as_str`] on every gateway-made error.
+pub const ERROR_CODE_HEADER: &str = "x-smg-error-code";
+
+/// Everything that can go wrong while serving one request, or while starting.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The request body is not the JSON the endpoint expects.
+    #[error("request body is not valid JSON: {0}")]
+    JsonParse(String),
+    /// A keyed policy (`consistent_hashing`, `manual`) got a request without a routing key.
+    #[error(
+        "this gateway's policy ({policy}) routes by key, and the request has no routing key: send an \
+         `X-SMG-Routing-Key` header (one uuid per session), or a body `rid` with \
+         --routing-key-override, or start the gateway with --allow-requests-without-routing-key"
+    )]
+    MissingRoutingKey {
+        /// The configured policy's name.
+        policy: &'static str,
+    },
+    /// Missing or wrong `Authorization: Bearer` credentials.
+    #[error("missing or invalid API key: send `Authorization: Bearer <key>`")]
+    Unauthorized,
+    /// The body names a model that no registered worker serves.
+    #[error("model `{0}` is not served by any worker")]
+    ModelNotFound(String),
+    /// No route at this path.
+    #[error("no route for {0}")]
+    NotFound(String),
+    /// The path exists but not for this method.
+    #[error("method {0} is not allowed here")]
+    MethodNotAllowed(String),
+    /// The request body is larger than `--max-payload-size`.
+    #[error("request body exceeds --max-payload-size ({0} bytes)")]
+    PayloadTooLarge(usize),
+    /// An admin request the gateway cannot act on (bad worker URL, unknown worker id, ...).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The admin API refers to a worker that is not registered.
+    #[error("worker `{0}` is not registered")]
+    WorkerNotFound(String),
+    /// The worker could not be reached, or broke the connection before answering.
+    #[error("could not reach worker {worker}: {reason}")]
+    UpstreamConnection {
+        /// The worker's URL as registered.
+        worker: String,
+        /// What failed (connect, reset, ...).
+        reason: String,
+    },
+    /// The worker did not answer within `--request-timeout-secs`.
+    #[error("worker {0} did not answer within --request-timeout-secs")]
+    UpstreamTimeout(String),
+    /// No worker is available for this request (all unhealthy, open, or none serve the model).
+    #[error("no available workers")]
+    NoAvailableWorkers,
+    /// The client's request stream broke while the gateway was reading it.
+    #[error("error reading the request body: {0}")]
+    ClientBody(String),
+    /// Invalid configuration; the message starts with the offending flag.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// The gateway could not start (no worker reachable, listener failure, ...).
+    #[error("cannot start: {0}")]
+    Startup(String),
+    /// A socket or file operation failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// The closed set of error codes a gateway-made response can carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// 400: body is not valid JSON.
+    JsonParseError,
+    /// 400: keyed policy, request has no key.
+    MissingRoutingKey,
+    /// 400: any other malformed request (admin API input, broken client body).
+    BadRequest,
+    /// 401: inbound or admin auth failed.
+    Unauthorized,
+    /// 404: no worker serves the requested model.
+    ModelNotFound,
+    /// 404: unknown path or worker.
+    NotFound,
+    /// 405: known path, wrong method.
+    MethodNotAllowed,
+    /// 413: body over `--max-payload-size`.
+    PayloadTooLarge,
+    /// 502: connect or transport failure to the worker.
+    UpstreamConnectionFailed,
+    /// 503: nothing to route to.
+    NoAvailableWorkers,
+    /// 504: worker too slow.
+    UpstreamTimeout,
+    /// 500: a start-up or IO failure (never expected on the request path).
+    Internal,
+}
+
+impl ErrorCode {
+    /// The wire name (JSON `code` and `x-smg-error-code`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::JsonParseError => "json_parse_error",
+            Self::MissingRoutingKey => "missing_routing_key",
+            Self::BadRequest => "bad_request",
+            Self::Unauthorized => "unauthorized",
+            Self::ModelNotFound => "model_not_found",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::UpstreamConnectionFailed => "upstream_connection_failed",
+            Self::NoAvailableWorkers => "no_available_workers",
+            Self::UpstreamTimeout => "upstream_timeout",
+            Self::Internal => "internal_error",
+        }
+    }
+
+    /// The HTTP status that goes with the code.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::JsonParseError | Self::MissingRoutingKey | Self::BadRequest => {
+                StatusCode::BAD_REQUEST
+            }
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::ModelNotFound | Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UpstreamConnectionFailed => StatusCode::BAD_GATEWAY,
+            Self::NoAvailableWorkers => StatusCode::SERVICE_UNAVAILABLE,
+            Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The OpenAI-style error `type`.
+    fn kind(self) -> &'static str {
+        match self.status().as_u16() {
+            401 => "authentication_error",
+            404 => "not_found_error",
+            413 => "request_too_large",
+            400..=499 => "invalid_request_error",
+            _ => "server_error",
+        }
+    }
+}
+
+impl GatewayError {
+    /// The code this error is reported with.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::JsonParse(_) => ErrorCode::JsonParseError,
+            Self::MissingRoutingKey { .. } => ErrorCode::MissingRoutingKey,
+            Self::Unauthorized => ErrorCode::Unauthorized,
+            Self::ModelNotFound(_) => ErrorCode::ModelNotFound,
+            Self::NotFound(_) | Self::WorkerNotFound(_) => ErrorCode::NotFound,
+            Self::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed,
+            Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
+            Self::BadRequest(_) | Self::ClientBody(_) => ErrorCode::BadRequest,
+            Self::UpstreamConnection { .. } => ErrorCode::UpstreamConnectionFailed,
+            Self::UpstreamTimeout(_) => ErrorCode::UpstreamTimeout,
+            Self::NoAvailableWorkers => ErrorCode::NoAvailableWorkers,
+            Self::Config(_) | Self::Startup(_) | Self::Io(_) => ErrorCode::Internal,
+        }
+    }
+
+    /// The request field the error is about, when there is one (OpenAI's `param`).
+    fn param(&self) -> Option<&'static str> {
+        match self {
+            Self::ModelNotFound(_) => Some("model"),
+            Self::MissingRoutingKey { .. } => Some("x-smg-routing-key"),
+            _ => None,
+        }
+    }
+
+    /// The HTTP response for this error: the only place a gateway error becomes HTTP.
+    pub fn to_response(&self) -> Response<ResBody> {
+        let code = self.code();
+        let body = serde_json::json!({
+            "error": {
+                "message": self.to_string(),
+                "type": code.kind(),
+                "code": code.as_str(),
+                "param": self.param(),
+            }
+        });
+        let mut resp = Response::new(ResBody::full(Bytes::from(body.to_string())));
+        *resp.status_mut() = code.status();
+        let headers = resp.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(ERROR_CODE_HEADER, HeaderValue::from_static(code.as_str()));
+        if code == ErrorCode::NoAvailableWorkers {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        if code == ErrorCode::Unauthorized {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_has_the_one_shape() {
+        let errs = [
+            GatewayError::JsonParse("x".into()),
+            GatewayError::MissingRoutingKey { policy: "manual" },
+            GatewayError::Unauthorized,
+            GatewayError::ModelNotFound("m".into()),
+            GatewayError::PayloadTooLarge(1),
+            GatewayError::UpstreamConnection {
+                worker: "w".into(),
+                reason: "r".into(),
+            },
+            GatewayError::NoAvailableWorkers,
+            GatewayError::UpstreamTimeout("w".into()),
+        ];
+        let expected = [400, 400, 401, 404, 413, 502, 503, 504];
+        for (e, status) in errs.iter().zip(expected) {
+            let r = e.to_response();
+            assert_eq!(r.status().as_u16(), status);
+            let code = r
+                .headers()
+                .get(ERROR_CODE_HEADER)
+                .unwrap()
+                .to_str()
+                .unwrap();
+            assert_eq!(code, e.code().as_str());
+        }
+    }
+
+    #[test]
+    fn missing_key_message_says_how_to_fix() {
+        let msg = GatewayError::MissingRoutingKey { policy: "manual" }.to_string();
+        assert!(msg.contains("X-SMG-Routing-Key"));
+        assert!(msg.contains("--allow-requests-without-routing-key"));
+    }
+}

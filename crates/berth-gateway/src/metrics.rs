@@ -1,0 +1,238 @@
+//! Prometheus metrics with SMG's names.
+//!
+//! Counters and histograms on the request path are updated as requests go; per-worker gauges
+//! (`smg_worker_*`) and the pin table's figures (`smg_manual_policy_cache_entries`,
+//! `smg_manual_policy_evictions_total`) are read from the registry and the router when scraped,
+//! so the request path never touches them.
+
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::registry::View;
+use crate::routing::RouterStats;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct BranchLabels {
+    pub(crate) branch: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ReasonLabels {
+    pub(crate) reason: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct SourceLabels {
+    pub(crate) source: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct WorkerLabels {
+    pub(crate) worker: Arc<str>,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct BodyPathLabels {
+    pub(crate) path: &'static str,
+    pub(crate) reason: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct RequestLabels {
+    pub(crate) model: Arc<str>,
+    pub(crate) endpoint: &'static str,
+    pub(crate) streaming: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct StatusLabels {
+    pub(crate) status_code: u16,
+}
+
+/// Every metric the gateway exports.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub(crate) branch: Family<BranchLabels, Counter>,
+    cache_entries: Gauge,
+    evictions: Family<ReasonLabels, Counter>,
+    evictions_seen: Mutex<[u64; 3]>,
+    pub(crate) key_source: Family<SourceLabels, Counter>,
+    worker_keys: Family<WorkerLabels, Gauge>,
+    pub(crate) body_path: Family<BodyPathLabels, Counter>,
+    pub(crate) requests: Family<RequestLabels, Counter>,
+    pub(crate) duration: Histogram,
+    pub(crate) ttft: Histogram,
+    pub(crate) upstream_status: Family<StatusLabels, Counter>,
+    pub(crate) retries: Counter,
+    worker_active: Family<WorkerLabels, Gauge>,
+    worker_cb_state: Family<WorkerLabels, Gauge>,
+    worker_healthy: Family<WorkerLabels, Gauge>,
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
+        let m = Self {
+            branch: Family::default(),
+            cache_entries: Gauge::default(),
+            evictions: Family::default(),
+            evictions_seen: Mutex::new([0; 3]),
+            key_source: Family::default(),
+            worker_keys: Family::default(),
+            body_path: Family::default(),
+            requests: Family::default(),
+            duration: hist(),
+            ttft: hist(),
+            upstream_status: Family::default(),
+            retries: Counter::default(),
+            worker_active: Family::default(),
+            worker_cb_state: Family::default(),
+            worker_healthy: Family::default(),
+            registry: Registry::default(),
+        };
+        // The `_total` suffix of counters is added by the encoder.
+        registry.register(
+            "smg_manual_policy_branch",
+            "Sticky decisions by branch",
+            m.branch.clone(),
+        );
+        registry.register(
+            "smg_manual_policy_cache_entries",
+            "Sticky pins held",
+            m.cache_entries.clone(),
+        );
+        registry.register(
+            "smg_manual_policy_evictions",
+            "Pins evicted, by reason",
+            m.evictions.clone(),
+        );
+        registry.register(
+            "smg_routing_key_source",
+            "Routing keys by source",
+            m.key_source.clone(),
+        );
+        registry.register(
+            "smg_worker_routing_keys_active",
+            "Keys pinned to each worker",
+            m.worker_keys.clone(),
+        );
+        registry.register(
+            "smg_router_request_body_path",
+            "Request bodies buffered or streamed, and why",
+            m.body_path.clone(),
+        );
+        registry.register(
+            "smg_router_requests",
+            "Requests by model, endpoint and streaming",
+            m.requests.clone(),
+        );
+        registry.register(
+            "smg_router_request_duration_seconds",
+            "Request duration through the gateway, to the end of the response body",
+            m.duration.clone(),
+        );
+        registry.register(
+            "smg_router_ttft_seconds",
+            "Time from request arrival to the first response body byte",
+            m.ttft.clone(),
+        );
+        registry.register(
+            "smg_router_upstream_responses",
+            "Worker responses by status code",
+            m.upstream_status.clone(),
+        );
+        registry.register(
+            "smg_router_retries",
+            "Requests re-sent to another worker",
+            m.retries.clone(),
+        );
+        registry.register(
+            "smg_worker_requests_active",
+            "Requests in flight per worker",
+            m.worker_active.clone(),
+        );
+        registry.register(
+            "smg_worker_cb_state",
+            "Circuit breaker per worker (0 closed, 1 open, 2 half-open)",
+            m.worker_cb_state.clone(),
+        );
+        registry.register(
+            "smg_worker_healthy",
+            "Worker health (1 healthy)",
+            m.worker_healthy.clone(),
+        );
+        Self { registry, ..m }
+    }
+
+    /// Prometheus text exposition, after refreshing the scrape-time figures.
+    pub(crate) fn render(
+        &self,
+        view: &View,
+        router: &RouterStats,
+        now: std::time::Duration,
+    ) -> String {
+        self.cache_entries
+            .set(i64::try_from(router.pins).unwrap_or(i64::MAX));
+        {
+            let mut seen = self
+                .evictions_seen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let totals = [
+                router.evicted_idle,
+                router.evicted_capacity,
+                router.evicted_worker_removed,
+            ];
+            for ((reason, total), last) in ["idle", "capacity", "worker_removed"]
+                .iter()
+                .zip(totals)
+                .zip(seen.iter_mut())
+            {
+                let counter = self.evictions.get_or_create(&ReasonLabels { reason });
+                counter.inc_by(total.saturating_sub(*last));
+                *last = total.max(*last);
+            }
+        }
+        for fam in [
+            &self.worker_keys,
+            &self.worker_active,
+            &self.worker_cb_state,
+            &self.worker_healthy,
+        ] {
+            fam.clear();
+        }
+        for w in &view.workers {
+            let labels = WorkerLabels {
+                worker: w.url.clone(),
+            };
+            let (healthy, cb) = {
+                let s = w.state();
+                (s.health.is_healthy(), s.breaker.state(now).gauge())
+            };
+            self.worker_keys
+                .get_or_create(&labels)
+                .set(i64::from(w.stats.pinned_keys()));
+            self.worker_active
+                .get_or_create(&labels)
+                .set(i64::from(w.stats.in_flight()));
+            self.worker_cb_state.get_or_create(&labels).set(cb);
+            self.worker_healthy
+                .get_or_create(&labels)
+                .set(i64::from(healthy));
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

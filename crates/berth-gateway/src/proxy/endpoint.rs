@@ -1,0 +1,50 @@
+//! The proxied routes.
+
+/// A route the gateway forwards to a worker (all `POST`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Endpoint {
+    ChatCompletions,
+    Completions,
+    Messages,
+    Generate,
+    Embeddings,
+    Classify,
+    Rerank,
+    Responses,
+}
+
+impl Endpoint {
+    /// The endpoint served at `path`, if any.
+    pub(crate) fn from_path(path: &str) -> Option<Self> {
+        Some(match path {
+            "/v1/chat/completions" => Self::ChatCompletions,
+            "/v1/completions" => Self::Completions,
+            "/v1/messages" => Self::Messages,
+            "/generate" => Self::Generate,
+            "/v1/embeddings" => Self::Embeddings,
+            "/v1/classify" => Self::Classify,
+            "/v1/rerank" => Self::Rerank,
+            "/v1/responses" => Self::Responses,
+            _ => return None,
+        })
+    }
+
+    /// The route as a metric label.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::ChatCompletions => "/v1/chat/completions",
+            Self::Completions => "/v1/completions",
+            Self::Messages => "/v1/messages",
+            Self::Generate => "/generate",
+            Self::Embeddings => "/v1/embeddings",
+            Self::Classify => "/v1/classify",
+            Self::Rerank => "/v1/rerank",
+            Self::Responses => "/v1/responses",
+        }
+    }
+
+    /// Whether a body `rid` is honoured here (the Responses API has none: header keys only).
+    pub(crate) fn reads_rid(self) -> bool {
+        self != Self::Responses
+    }
+}

@@ -1,0 +1,281 @@
+//! One proxied request, start to finish.
+//!
+//! 1. Decide whether the body must be read (the core's `body_path`), count it, and read it with
+//!    the `--max-payload-size` limit, or leave it to stream.
+//! 2. Route (key derivation, pins, policy) on the current worker view.
+//! 3. Send to the worker; on a connect error, timeout or 502/503/504 *before any byte reached the
+//!    client*, route again excluding every worker tried and re-send (buffered bodies only: a
+//!    streamed body cannot be replayed), up to `--retry-max-retries`.
+//! 4. Stream the response back with `x-smg-routed-worker-id` and the lease attached.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, Response, header};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use super::Endpoint;
+use super::headers::{self, HeaderMapSource, ROUTED_WORKER, ROUTING_TOKENS};
+use super::inspect::{Inspected, inspect};
+use crate::body::{ProxiedBody, RequestGuard, ResBody};
+use crate::error::GatewayError;
+use crate::metrics::{BodyPathLabels, BranchLabels, RequestLabels, SourceLabels, StatusLabels};
+use crate::registry::Worker;
+use crate::routing::{
+    BodyPath, Decision, Error as RouteError, Leg, Outcome, PolicyKind, RouteRequest, WorkerId,
+    is_retryable_status, parse_routing_tokens,
+};
+use crate::state::{AppState, with_rng};
+use crate::upstream::UpBody;
+
+/// Proxies one generation request; every failure becomes its gateway error response.
+pub(crate) async fn proxy(
+    state: &Arc<AppState>,
+    endpoint: Endpoint,
+    req: Request<Incoming>,
+) -> Response<ResBody> {
+    let start = Instant::now();
+    match forward(state, endpoint, req, start).await {
+        Ok(resp) => resp,
+        Err(err) => {
+            tracing::debug!(code = err.code().as_str(), error = %err, "request refused");
+            err.to_response()
+        }
+    }
+}
+
+/// The request body as the gateway holds it.
+enum Held {
+    Buffered(Bytes),
+    Stream(Option<Incoming>),
+}
+
+async fn forward(
+    state: &Arc<AppState>,
+    endpoint: Endpoint,
+    req: Request<Incoming>,
+    start: Instant,
+) -> Result<Response<ResBody>, GatewayError> {
+    let (parts, body) = req.into_parts();
+    let view = state.registry.view();
+    let tokens = parts
+        .headers
+        .get(ROUTING_TOKENS)
+        .and_then(|v| parse_routing_tokens(v.as_bytes()));
+    let body_path = state.router.body_path(tokens.is_some(), view.multi_model);
+    let buffered = matches!(body_path, BodyPath::Buffered(_));
+    state
+        .metrics
+        .body_path
+        .get_or_create(&BodyPathLabels {
+            path: body_path.path(),
+            reason: body_path.reason(),
+        })
+        .inc();
+    let max = state.config.max_payload_size;
+    if content_length(&parts.headers).is_some_and(|n| n > max as u64) {
+        return Err(GatewayError::PayloadTooLarge(max));
+    }
+    let (mut held, inspected) = if buffered {
+        let bytes = read_limited(body, max).await?;
+        let want_text = state.config.router.policy == PolicyKind::CacheAware && tokens.is_none();
+        let inspected = inspect(&bytes, want_text)?;
+        (Held::Buffered(bytes), inspected)
+    } else {
+        (Held::Stream(Some(body)), Inspected::default())
+    };
+    let body_model = inspected.model.as_deref();
+    if let Some(m) =
+        body_model.filter(|m| !view.models.is_empty() && !view.snapshot.serves_model(m))
+    {
+        return Err(GatewayError::ModelNotFound(m.to_owned()));
+    }
+    let model = body_model.or(view.snapshot.only_model().map(|m| &**m));
+    state
+        .metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            model: Arc::from(model.unwrap_or("unknown")),
+            endpoint: endpoint.as_str(),
+            streaming: match (buffered, inspected.stream) {
+                (false, _) => "unknown",
+                (true, true) => "true",
+                (true, false) => "false",
+            },
+        })
+        .inc();
+
+    let header_source = HeaderMapSource(&parts.headers);
+    let mut tried: Vec<WorkerId> = Vec::new();
+    let route = |exclude: &[WorkerId]| {
+        let req = RouteRequest {
+            rid: inspected.rid.as_deref().filter(|_| endpoint.reads_rid()),
+            headers: &header_source,
+            model,
+            leg: Leg::Regular,
+            text: inspected.text.as_deref(),
+            tokens: tokens.as_deref(),
+            exclude,
+        };
+        let now = state.clock.now();
+        with_rng(|rng| state.router.route(&req, &view.snapshot, now, rng))
+    };
+    let mut decision = route(&tried).map_err(|e| route_error(state, e))?;
+    loop {
+        let Some(worker) = view.worker(decision.worker) else {
+            return Err(GatewayError::NoAvailableWorkers);
+        };
+        record_decision(state, &decision, worker, model);
+        let retry_left = buffered && (tried.len() as u32) < state.config.retry_max_retries;
+        let body = match &mut held {
+            Held::Buffered(b) => UpBody::Full(Some(b.clone())),
+            Held::Stream(s) => UpBody::Stream(s.take().ok_or(GatewayError::NoAvailableWorkers)?),
+        };
+        let mut up = Request::new(body);
+        *up.method_mut() = parts.method.clone();
+        *up.uri_mut() = worker
+            .addr
+            .uri(parts.uri.path_and_query().map_or("/", |pq| pq.as_str()))
+            .map_err(|e| GatewayError::BadRequest(e.to_string()))?;
+        *up.headers_mut() = headers::forward_request_headers(&parts.headers);
+        let sent =
+            tokio::time::timeout(state.config.request_timeout, state.client.request(up)).await;
+        let failure = match sent {
+            Ok(Ok(resp)) => {
+                let status = resp.status().as_u16();
+                state
+                    .metrics
+                    .upstream_status
+                    .get_or_create(&StatusLabels {
+                        status_code: status,
+                    })
+                    .inc();
+                if !is_retryable_status(status) {
+                    let outcome = if status >= 500 {
+                        Outcome::Failure
+                    } else {
+                        Outcome::Success
+                    };
+                    state.registry.report(worker, outcome);
+                    return Ok(respond(state, resp, worker, decision, start));
+                }
+                state.registry.report(worker, Outcome::Failure);
+                // A retryable status: re-send elsewhere if we can, else pass it through untouched.
+                if retry_left {
+                    tried.push(worker.id);
+                    if let Ok(next) = route(&tried) {
+                        state.metrics.retries.inc();
+                        tracing::debug!(worker = %worker.url, status, "retrying on another worker");
+                        decision = next;
+                        continue;
+                    }
+                }
+                return Ok(respond(state, resp, worker, decision, start));
+            }
+            Ok(Err(e)) => GatewayError::UpstreamConnection {
+                worker: worker.url.to_string(),
+                reason: e.to_string(),
+            },
+            Err(_) => GatewayError::UpstreamTimeout(worker.url.to_string()),
+        };
+        state.registry.report(worker, Outcome::Failure);
+        tracing::warn!(worker = %worker.url, error = %failure, "worker request failed");
+        if !retry_left {
+            return Err(failure);
+        }
+        tried.push(worker.id);
+        match route(&tried) {
+            Ok(next) => {
+                state.metrics.retries.inc();
+                decision = next;
+            }
+            Err(_) => return Err(failure),
+        }
+    }
+}
+
+fn route_error(state: &AppState, e: RouteError) -> GatewayError {
+    match e {
+        RouteError::MissingRoutingKey => GatewayError::MissingRoutingKey {
+            policy: state.config.router.policy.as_str(),
+        },
+        RouteError::NoAvailableWorkers => GatewayError::NoAvailableWorkers,
+        RouteError::Config { .. } => GatewayError::Config(e.to_string()),
+    }
+}
+
+fn record_decision(state: &AppState, d: &Decision, worker: &Worker, model: Option<&str>) {
+    if let Some(key) = &d.key {
+        state
+            .metrics
+            .key_source
+            .get_or_create(&SourceLabels {
+                source: key.source.as_str(),
+            })
+            .inc();
+        let branch = d.branch.map(|b| b.as_str());
+        if let Some(branch) = branch {
+            state
+                .metrics
+                .branch
+                .get_or_create(&BranchLabels { branch })
+                .inc();
+        }
+        tracing::debug!(
+            source = key.source.as_str(),
+            key = %key.key,
+            branch = branch.unwrap_or("policy"),
+            worker = %worker.url,
+            model = model.unwrap_or(""),
+            "Sticky routing decision"
+        );
+    }
+}
+
+fn respond(
+    state: &Arc<AppState>,
+    resp: Response<Incoming>,
+    worker: &Worker,
+    decision: Decision,
+    start: Instant,
+) -> Response<ResBody> {
+    let (mut parts, incoming) = resp.into_parts();
+    headers::strip_response_headers(&mut parts.headers);
+    parts
+        .headers
+        .insert(ROUTED_WORKER, worker.url_header.clone());
+    let guard = RequestGuard {
+        lease: Some(decision.lease),
+        start,
+        metrics: state.metrics.clone(),
+        first_byte_seen: false,
+    };
+    Response::from_parts(
+        parts,
+        ResBody::Proxied(Box::new(ProxiedBody {
+            inner: incoming,
+            guard: Some(guard),
+        })),
+    )
+}
+
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+async fn read_limited(body: Incoming, max: usize) -> Result<Bytes, GatewayError> {
+    match http_body_util::Limited::new(body, max).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(GatewayError::PayloadTooLarge(max))
+        }
+        Err(e) => Err(GatewayError::ClientBody(e.to_string())),
+    }
+}

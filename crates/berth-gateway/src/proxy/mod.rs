@@ -1,0 +1,14 @@
+//! The proxy path: from a client's generation request to a worker's streamed response.
+//!
+//! - `endpoint.rs`: the closed set of proxied routes.
+//! - `inspect.rs`: reading `rid`, `model`, `stream` and the prompt text out of a buffered body.
+//! - `headers.rs`: what is forwarded (end-to-end headers) and what is not (hop-by-hop, hints).
+//! - `handler.rs`: one request: body path, routing decision, forwarding, retries, response.
+
+mod endpoint;
+mod handler;
+mod headers;
+mod inspect;
+
+pub(crate) use endpoint::Endpoint;
+pub(crate) use handler::proxy;

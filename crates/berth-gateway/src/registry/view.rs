@@ -1,0 +1,205 @@
+//! The member list and the lock-free view the request path reads.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use arc_swap::ArcSwap;
+
+use super::worker::{Worker, WorkerState};
+use crate::clock::Clock;
+use crate::config::{BreakerSettings, HealthSettings};
+use crate::error::GatewayError;
+use crate::routing::{
+    Breaker, BreakerConfig, BreakerState, HealthTracker, Outcome, WorkerEntry, WorkerId,
+    WorkerSnapshot,
+};
+
+/// A tracker for a new worker: healthy, or (when its start-up probes failed) unhealthy, so it
+/// needs `success_threshold` good probes to come in.
+fn start_health(settings: &HealthSettings, healthy: bool) -> HealthTracker {
+    let mut h = HealthTracker::new(settings.failure_threshold, settings.success_threshold);
+    if !healthy {
+        for _ in 0..settings.failure_threshold.max(1) {
+            h.on_probe(false);
+        }
+    }
+    h
+}
+
+/// What the request path sees: the core's snapshot plus the gateway's worker handles.
+#[derive(Debug, Default)]
+pub(crate) struct View {
+    pub(crate) snapshot: WorkerSnapshot,
+    pub(crate) workers: Vec<Arc<Worker>>,
+    /// Distinct models across all workers (sorted): `/v1/models`.
+    pub(crate) models: Vec<Arc<str>>,
+    /// True when workers serve more than one model, so requests need their `model` read.
+    pub(crate) multi_model: bool,
+    /// Whether any worker is available (readiness).
+    pub(crate) any_available: bool,
+}
+
+impl View {
+    /// The worker with this id.
+    pub(crate) fn worker(&self, id: WorkerId) -> Option<&Arc<Worker>> {
+        self.workers.iter().find(|w| w.id == id)
+    }
+}
+
+/// Membership, health and breakers. Writers lock `members`; readers load `view`.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    members: Mutex<Vec<Arc<Worker>>>,
+    view: ArcSwap<View>,
+    next_id: AtomicU32,
+    breaker: BreakerSettings,
+    health: HealthSettings,
+    pub(crate) clock: Arc<Clock>,
+}
+
+impl Registry {
+    pub(crate) fn new(breaker: BreakerSettings, health: HealthSettings, clock: Arc<Clock>) -> Self {
+        Self {
+            members: Mutex::default(),
+            view: ArcSwap::from_pointee(View::default()),
+            next_id: AtomicU32::new(0),
+            breaker,
+            health,
+            clock,
+        }
+    }
+
+    /// The current view (cheap: one atomic load and a refcount).
+    pub(crate) fn view(&self) -> Arc<View> {
+        self.view.load_full()
+    }
+
+    fn members(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Worker>>> {
+        self.members.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// All registered workers (for health checks and the admin API).
+    pub(crate) fn workers(&self) -> Vec<Arc<Worker>> {
+        self.members().clone()
+    }
+
+    /// Registers a worker; refuses a URL that is already registered.
+    pub(crate) fn add(
+        &self,
+        url: &str,
+        models: Vec<Arc<str>>,
+        healthy: bool,
+    ) -> Result<Arc<Worker>, GatewayError> {
+        let mut members = self.members();
+        if members.iter().any(|w| &*w.url == url) {
+            return Err(GatewayError::BadRequest(format!(
+                "worker `{url}` is already registered"
+            )));
+        }
+        let state = WorkerState {
+            health: start_health(&self.health, healthy),
+            breaker: Breaker::new(BreakerConfig {
+                failure_threshold: self.breaker.failure_threshold,
+                success_threshold: self.breaker.success_threshold,
+                open_timeout: self.breaker.open_timeout,
+            }),
+            models,
+        };
+        let id = WorkerId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let worker = Arc::new(Worker::new(id, url, state).map_err(GatewayError::BadRequest)?);
+        members.push(worker.clone());
+        self.publish(&members);
+        Ok(worker)
+    }
+
+    /// Removes a worker by id or by its URL as registered.
+    pub(crate) fn remove(&self, id_or_url: &str) -> Option<Arc<Worker>> {
+        let mut members = self.members();
+        let pos = members.iter().position(|w| {
+            &*w.url == id_or_url || id_or_url.parse::<u32>().is_ok_and(|n| w.id == WorkerId(n))
+        })?;
+        let worker = members.remove(pos);
+        self.publish(&members);
+        Some(worker)
+    }
+
+    /// Rebuilds the view from the members' current state (after a health or breaker change,
+    /// or when an open breaker's timeout has passed).
+    pub(crate) fn refresh(&self) {
+        let members = self.members();
+        self.publish(&members);
+    }
+
+    fn publish(&self, members: &[Arc<Worker>]) {
+        let now = self.clock.now();
+        let mut models: Vec<Arc<str>> = Vec::new();
+        let mut entries = Vec::with_capacity(members.len());
+        let mut any_available = false;
+        for w in members {
+            let s = w.state();
+            let available = s.health.is_healthy() && s.breaker.allows(now);
+            any_available |= available;
+            models.extend(s.models.iter().cloned());
+            entries.push(WorkerEntry {
+                id: w.id,
+                url: w.url.clone(),
+                models: s.models.clone(),
+                available,
+                stats: w.stats.clone(),
+            });
+        }
+        models.sort();
+        models.dedup();
+        let view = View {
+            snapshot: WorkerSnapshot::new(entries),
+            workers: members.to_vec(),
+            multi_model: models.len() > 1,
+            models,
+            any_available,
+        };
+        self.view.store(Arc::new(view));
+    }
+
+    /// Feeds one request outcome to the worker's breaker; republishes on a transition.
+    /// Returns the new state when it changed.
+    pub(crate) fn report(
+        self: &Arc<Self>,
+        worker: &Worker,
+        outcome: Outcome,
+    ) -> Option<BreakerState> {
+        let now = self.clock.now();
+        let transition = worker.state().breaker.on_outcome(outcome, now)?;
+        tracing::warn!(worker = %worker.url, from = ?transition.from, to = ?transition.to, "circuit breaker transition");
+        self.refresh();
+        let reopens_at = worker.state().breaker.reopens_at();
+        if let Some(until) = reopens_at {
+            // Availability changes again when the open period ends: republish then.
+            let this = Arc::clone(self);
+            let wait = until.saturating_sub(now) + std::time::Duration::from_millis(1);
+            tokio::spawn(async move {
+                tokio::time::sleep(wait).await;
+                this.refresh();
+            });
+        }
+        Some(transition.to)
+    }
+
+    /// Feeds one health probe result; republishes when health flips. Returns the new health.
+    pub(crate) fn on_probe(&self, worker: &Worker, ok: bool) -> Option<bool> {
+        let flipped = worker.state().health.on_probe(ok)?;
+        if flipped {
+            tracing::info!(worker = %worker.url, "worker healthy again; back in routing");
+        } else {
+            tracing::warn!(worker = %worker.url, "worker unhealthy; out of routing");
+        }
+        self.refresh();
+        Some(flipped)
+    }
+
+    /// Sets a worker's models (discovered after it became healthy) and republishes.
+    pub(crate) fn set_models(&self, worker: &Worker, models: Vec<Arc<str>>) {
+        worker.state().models = models;
+        self.refresh();
+    }
+}

@@ -1,0 +1,93 @@
+//! One registered worker.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{HeaderValue, Uri};
+
+use crate::routing::{Breaker, HealthTracker, WorkerId, WorkerStats};
+
+/// A worker's parsed base URL (`http://host:port[/prefix]`).
+#[derive(Clone, Debug)]
+pub struct WorkerAddr {
+    authority: Authority,
+    prefix: String,
+}
+
+impl WorkerAddr {
+    /// Parses a worker URL; only plain `http://` is supported.
+    pub fn parse(url: &str) -> Result<Self, String> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+        if uri.scheme() != Some(&Scheme::HTTP) {
+            return Err(format!("`{url}`: only http:// worker URLs are supported"));
+        }
+        let authority = uri
+            .authority()
+            .cloned()
+            .ok_or_else(|| format!("`{url}` has no host"))?;
+        if uri.query().is_some() {
+            return Err(format!("`{url}` must not have a query"));
+        }
+        let prefix = uri.path().trim_end_matches('/').to_owned();
+        Ok(Self { authority, prefix })
+    }
+
+    /// The URI of `path_and_query` on this worker.
+    pub(crate) fn uri(&self, path_and_query: &str) -> Result<Uri, http::Error> {
+        let pq: PathAndQuery = if self.prefix.is_empty() {
+            PathAndQuery::try_from(path_and_query)?
+        } else {
+            PathAndQuery::try_from(format!("{}{path_and_query}", self.prefix))?
+        };
+        Uri::builder()
+            .scheme(Scheme::HTTP)
+            .authority(self.authority.clone())
+            .path_and_query(pq)
+            .build()
+    }
+}
+
+/// Health and breaker state; changed by probes and request outcomes.
+#[derive(Debug)]
+pub(crate) struct WorkerState {
+    pub(crate) health: HealthTracker,
+    pub(crate) breaker: Breaker,
+    pub(crate) models: Vec<Arc<str>>,
+}
+
+/// A registered worker. Shared by the request path through the [`super::View`].
+#[derive(Debug)]
+pub(crate) struct Worker {
+    pub(crate) id: WorkerId,
+    /// The URL exactly as registered: the `x-smg-routed-worker-id` value and the metric label.
+    pub(crate) url: Arc<str>,
+    pub(crate) url_header: HeaderValue,
+    pub(crate) addr: WorkerAddr,
+    pub(crate) stats: Arc<WorkerStats>,
+    state: Mutex<WorkerState>,
+}
+
+impl Worker {
+    pub(crate) fn new(id: WorkerId, url: &str, state: WorkerState) -> Result<Self, String> {
+        let addr = WorkerAddr::parse(url)?;
+        let url_header = HeaderValue::from_str(url)
+            .map_err(|_| format!("`{url}` is not a valid header value"))?;
+        Ok(Self {
+            id,
+            url: Arc::from(url),
+            url_header,
+            addr,
+            stats: Arc::default(),
+            state: Mutex::new(state),
+        })
+    }
+
+    /// Locks the health/breaker state (never held across an await).
+    pub(crate) fn state(&self) -> MutexGuard<'_, WorkerState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}

@@ -1,0 +1,272 @@
+//! Starting, running and stopping the gateway.
+//!
+//! [`Gateway::builder`] takes already-bound listeners (tests bind `127.0.0.1:0` and pass them in),
+//! registers the start-up workers, spawns the health-check and eviction tasks, and serves until
+//! [`GatewayHandle::shutdown`]: then it stops accepting, asks every connection to finish its
+//! current request, and waits up to the grace period before dropping what is left.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::clock::Clock;
+use crate::config::GatewayConfig;
+use crate::error::GatewayError;
+use crate::metrics::Metrics;
+use crate::registry::{self, Registry};
+use crate::routing::Router;
+use crate::state::AppState;
+use crate::{eviction, service, upstream};
+
+/// Entry point for embedding the gateway.
+#[derive(Debug)]
+pub struct Gateway;
+
+impl Gateway {
+    /// Starts building a gateway with this configuration.
+    pub fn builder(config: GatewayConfig) -> GatewayBuilder {
+        GatewayBuilder {
+            config,
+            listener: None,
+            metrics_listener: None,
+        }
+    }
+}
+
+/// Collects the listeners, then [`GatewayBuilder::start`]s.
+#[derive(Debug)]
+pub struct GatewayBuilder {
+    config: GatewayConfig,
+    listener: Option<TcpListener>,
+    metrics_listener: Option<TcpListener>,
+}
+
+impl GatewayBuilder {
+    /// The listener for client traffic (required).
+    pub fn listener(mut self, listener: TcpListener) -> Self {
+        self.listener = Some(listener);
+        self
+    }
+
+    /// A listener for the Prometheus endpoint; otherwise `config.prometheus_addr` is bound, if set.
+    pub fn metrics_listener(mut self, listener: TcpListener) -> Self {
+        self.metrics_listener = Some(listener);
+        self
+    }
+
+    /// Validates, waits for the start-up workers, and starts serving.
+    pub async fn start(self) -> Result<GatewayHandle, GatewayError> {
+        let config = self.config;
+        config.validate()?;
+        let listener = self
+            .listener
+            .ok_or_else(|| GatewayError::Startup("no listener given".to_owned()))?;
+        let router =
+            Router::new(&config.router).map_err(|e| GatewayError::Config(e.to_string()))?;
+        let metrics_listener = match (self.metrics_listener, config.prometheus_addr) {
+            (Some(l), _) => Some(l),
+            (None, Some(addr)) => Some(TcpListener::bind(addr).await.map_err(|e| {
+                GatewayError::Startup(format!("--prometheus-host/--prometheus-port {addr}: {e}"))
+            })?),
+            (None, None) => None,
+        };
+        let clock = Arc::new(Clock::new());
+        let client = upstream::client();
+        let registry = Arc::new(Registry::new(
+            config.breaker.clone(),
+            config.health.clone(),
+            clock.clone(),
+        ));
+        registry::startup(
+            &registry,
+            &client,
+            &config.worker_urls,
+            config.worker_startup_timeout,
+            config.health.timeout,
+        )
+        .await?;
+        let state = Arc::new(AppState {
+            router,
+            registry: registry.clone(),
+            client: client.clone(),
+            metrics: Arc::new(Metrics::new()),
+            clock: clock.clone(),
+            config,
+        });
+        let addr = listener.local_addr()?;
+        let metrics_addr = metrics_listener
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()?;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut background = JoinSet::new();
+        let health = registry::spawn_health_checks(registry, client, state.config.health.clone());
+        let evict = eviction::spawn(state.clone());
+        if let Some(l) = metrics_listener {
+            background.spawn(serve_metrics(l, state.clone(), stop_rx.clone()));
+        }
+        let task = tokio::spawn({
+            let state = state.clone();
+            async move {
+                accept_loop(listener, state, stop_rx).await;
+                health.abort();
+                if let Some(e) = evict {
+                    e.abort();
+                }
+                background.shutdown().await;
+            }
+        });
+        tracing::info!(%addr, ?metrics_addr, policy = state.config.router.policy.as_str(), "berth gateway listening");
+        Ok(GatewayHandle {
+            addr,
+            metrics_addr,
+            stop: stop_tx,
+            task,
+            state,
+        })
+    }
+}
+
+/// A running gateway.
+#[derive(Debug)]
+pub struct GatewayHandle {
+    addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+    state: Arc<AppState>,
+}
+
+impl GatewayHandle {
+    /// Where client traffic goes.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Where the Prometheus endpoint listens, if it runs.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The gateway's clock (tests advance it to make pins idle).
+    pub fn clock(&self) -> &Clock {
+        &self.state.clock
+    }
+
+    /// Runs one pin-eviction sweep now; returns the number of idle pins removed.
+    pub async fn sweep_now(&self) -> usize {
+        eviction::sweep(&self.state).await
+    }
+
+    /// The current metrics in Prometheus text format.
+    pub fn metrics_text(&self) -> String {
+        let view = self.state.registry.view();
+        self.state
+            .metrics
+            .render(&view, &self.state.router.stats(), self.state.clock.now())
+    }
+
+    /// Stops accepting, drains in-flight requests within the grace period, and returns.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// Runs a gateway on `listener` until `shutdown` resolves, then drains (the CLI's path).
+pub async fn serve(
+    listener: TcpListener,
+    config: GatewayConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), GatewayError> {
+    let handle = Gateway::builder(config).listener(listener).start().await?;
+    shutdown.await;
+    handle.shutdown().await;
+    Ok(())
+}
+
+async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _peer)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let state = state.clone();
+                let stop = stop.clone();
+                conns.spawn(serve_connection(stream, state, stop));
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = stop.changed() => break,
+        }
+    }
+    drop(listener);
+    let grace = state.config.shutdown_grace;
+    let drained =
+        tokio::time::timeout(grace, async { while conns.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        tracing::warn!(
+            remaining = conns.len(),
+            "grace period over; dropping unfinished requests"
+        );
+    }
+    conns.shutdown().await;
+}
+
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    state: Arc<AppState>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let svc = service_fn(move |req| service::handle(state.clone(), req));
+    let conn = http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+async fn serve_metrics(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let state = state.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |_req| {
+                        let state = state.clone();
+                        async move {
+                            let view = state.registry.view();
+                            let text = state.metrics.render(&view, &state.router.stats(), state.clock.now());
+                            let mut resp = http::Response::new(crate::body::ResBody::full(text));
+                            resp.headers_mut().insert(
+                                http::header::CONTENT_TYPE,
+                                http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                            );
+                            Ok::<_, std::convert::Infallible>(resp)
+                        }
+                    });
+                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                });
+            }
+            _ = stop.changed() => break,
+        }
+    }
+}

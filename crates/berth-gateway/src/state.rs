@@ -1,0 +1,52 @@
+//! What every request handler shares.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::clock::Clock;
+use crate::config::GatewayConfig;
+use crate::metrics::Metrics;
+use crate::registry::Registry;
+use crate::routing::{Rng, Router};
+use crate::upstream::HttpClient;
+
+/// The gateway's shared state: configuration, routing, workers, client, metrics.
+pub(crate) struct AppState {
+    pub(crate) config: GatewayConfig,
+    pub(crate) router: Router,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) client: HttpClient,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) clock: Arc<Clock>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A seed that differs per call (time and a counter), for per-thread generators.
+pub(crate) fn fresh_seed() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+thread_local! {
+    static RNG: RefCell<Rng> = RefCell::new(Rng::seeded(fresh_seed()));
+}
+
+/// Runs `f` with this thread's generator (routing is synchronous, so no await inside).
+pub(crate) fn with_rng<T>(f: impl FnOnce(&mut Rng) -> T) -> T {
+    RNG.with_borrow_mut(f)
+}

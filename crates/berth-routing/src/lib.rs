@@ -1,1 +1,51 @@
-//! berth's routing core (in progress).
+//! berth's routing core: every routing decision, and nothing else.
+//!
+//! Layout:
+//! - `key.rs`: deriving a request's routing key (rid lineage, header precedence).
+//! - `tokens.rs`: the `x-smg-routing-tokens` hint.
+//! - `worker.rs`: worker ids, live counters and the immutable [`WorkerSnapshot`].
+//! - `policy/`: the placement policies (`random`, `round_robin`, `power_of_two`,
+//!   `cache_aware`, `consistent_hashing`, `manual`).
+//! - `assign.rs`: assignment modes for new and failed-over keys.
+//! - `pin/`: the sharded, bounded pin table with its incremental idle sweep.
+//! - `sticky.rs`: the pinned decision (reuse, failover, in-flight threshold, new keys).
+//! - `router.rs`: the [`Router`], its request and decision types; `options.rs`: its settings.
+//! - `breaker.rs`, `health.rs`, `retry.rs`: per-worker state machines and retry rules.
+//! - `rng.rs`: the seeded generator every random choice draws from.
+//!
+//! The crate depends on no runtime or HTTP library and reads no clock: time (`now`) and
+//! randomness ([`Rng`]) are arguments, so every decision is replayable in a test. The gateway
+//! does the IO around it: it reads requests, keeps the worker registry, swaps snapshots,
+//! and turns [`Error`]s into HTTP responses.
+
+mod assign;
+mod breaker;
+mod error;
+mod hashing;
+mod health;
+pub mod key;
+mod options;
+mod pin;
+pub mod policy;
+mod retry;
+mod rng;
+mod router;
+mod sticky;
+mod tokens;
+mod worker;
+
+pub use assign::AssignmentMode;
+pub use breaker::{Breaker, BreakerConfig, BreakerState, Outcome, Transition};
+pub use error::Error;
+pub use health::HealthTracker;
+pub use key::{HeaderList, HeaderSource, KeyConfig, KeySource, RoutingKey};
+pub use options::{DEFAULT_STICKY_INFLIGHT_CAP, RouterOptions};
+pub use pin::EvictionReason;
+pub use policy::{PolicyKind, policy_uses_routing_key};
+pub use retry::is_retryable_status;
+pub use rng::Rng;
+pub use router::{
+    BodyPath, Branch, Decision, Lease, Leg, RouteRequest, Router, RouterStats, SweepStep,
+};
+pub use tokens::{MAX_ROUTING_TOKENS, MAX_ROUTING_TOKENS_BYTES, parse_routing_tokens};
+pub use worker::{WorkerEntry, WorkerId, WorkerSnapshot, WorkerStats};

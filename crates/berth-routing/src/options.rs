@@ -1,0 +1,165 @@
+//! The router's configuration: raw values in, validated domain values out.
+//!
+//! [`RouterOptions`] carries what the command line (or a TOML file) said, with SMG's names and
+//! defaults; [`crate::Router::new`] validates it once and refuses, naming the flag, anything
+//! that would make the router misbehave later.
+
+use crate::key::{DEFAULT_ROUTING_KEY_HEADER, KeyConfig};
+use crate::policy::{CacheAwareConfig, PolicyKind};
+use crate::{AssignmentMode, Error};
+
+/// Default in-flight threshold per key under the override.
+pub const DEFAULT_STICKY_INFLIGHT_CAP: u32 = 2;
+
+/// Router settings as given (SMG's flag names in the field docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouterOptions {
+    /// `--policy`.
+    pub policy: PolicyKind,
+    /// `--routing-key-override` (alias `--sticky-sessions`).
+    pub routing_key_override: bool,
+    /// `--routing-key-headers`, in precedence order.
+    pub routing_key_headers: Vec<String>,
+    /// `--assignment-mode`; `None` takes the default (random under manual, delegate under
+    /// the override).
+    pub assignment_mode: Option<AssignmentMode>,
+    /// `--max-idle-secs`; 0 disables idle eviction.
+    pub max_idle_secs: u64,
+    /// `--eviction-interval-secs`; 0 disables idle eviction (refused under `cache_aware`).
+    pub eviction_interval_secs: u64,
+    /// `--allow-requests-without-routing-key`.
+    pub allow_requests_without_routing_key: bool,
+    /// `--cache-threshold`, in [0, 1].
+    pub cache_threshold: f64,
+    /// `--balance-abs-threshold`.
+    pub balance_abs_threshold: u32,
+    /// `--balance-rel-threshold`, at least 1.
+    pub balance_rel_threshold: f64,
+    /// `--max-tree-size`, characters per worker in a cache-aware tree.
+    pub max_tree_size: usize,
+    /// `--max-sticky-keys`; 0 = unbounded.
+    pub max_sticky_keys: usize,
+    /// `--sticky-inflight-cap`: the per-key in-flight threshold under the override (>= 1).
+    pub sticky_inflight_cap: u32,
+}
+
+impl Default for RouterOptions {
+    fn default() -> Self {
+        let ca = CacheAwareConfig::default();
+        Self {
+            policy: PolicyKind::CacheAware,
+            routing_key_override: false,
+            routing_key_headers: vec![DEFAULT_ROUTING_KEY_HEADER.to_owned()],
+            assignment_mode: None,
+            max_idle_secs: 14_400,
+            eviction_interval_secs: 120,
+            allow_requests_without_routing_key: false,
+            cache_threshold: ca.cache_threshold,
+            balance_abs_threshold: ca.balance_abs_threshold,
+            balance_rel_threshold: ca.balance_rel_threshold,
+            max_tree_size: ca.max_tree_size,
+            max_sticky_keys: 0,
+            sticky_inflight_cap: DEFAULT_STICKY_INFLIGHT_CAP,
+        }
+    }
+}
+
+/// How the router keeps (or does not keep) pins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stickiness {
+    /// No pin table: the policy places every request (consistent hashing hashes the key).
+    None,
+    /// `--policy manual`: one map scoped by leg, no in-flight threshold.
+    Manual,
+    /// The override on another policy: pins scoped by model and leg, with the threshold.
+    Override,
+}
+
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Validated {
+    pub(crate) policy: PolicyKind,
+    pub(crate) keys: KeyConfig,
+    pub(crate) stickiness: Stickiness,
+    pub(crate) mode: AssignmentMode,
+    pub(crate) allow_keyless: bool,
+    pub(crate) cache: CacheAwareConfig,
+    pub(crate) max_idle_secs: u32,
+    pub(crate) eviction_interval_secs: u64,
+    pub(crate) max_sticky_keys: usize,
+    pub(crate) inflight_cap: u16,
+}
+
+impl RouterOptions {
+    pub(crate) fn validate(&self) -> Result<Validated, Error> {
+        let keys = KeyConfig::try_new(self.routing_key_override, &self.routing_key_headers)?;
+        if !(0.0..=1.0).contains(&self.cache_threshold) {
+            return Err(Error::config(
+                "--cache-threshold",
+                "must be between 0 and 1",
+            ));
+        }
+        if !(self.balance_rel_threshold >= 1.0 && self.balance_rel_threshold.is_finite()) {
+            return Err(Error::config(
+                "--balance-rel-threshold",
+                "must be a finite number >= 1",
+            ));
+        }
+        if self.max_tree_size == 0 {
+            return Err(Error::config("--max-tree-size", "must be greater than 0"));
+        }
+        if self.sticky_inflight_cap == 0 || self.sticky_inflight_cap > u32::from(u16::MAX) {
+            return Err(Error::config(
+                "--sticky-inflight-cap",
+                "must be between 1 and 65535",
+            ));
+        }
+        if self.eviction_interval_secs == 0 && self.policy == PolicyKind::CacheAware {
+            return Err(Error::config(
+                "--eviction-interval-secs",
+                "0 disables eviction and is refused with --policy cache_aware",
+            ));
+        }
+        if self.max_idle_secs > u64::from(u32::MAX) {
+            return Err(Error::config("--max-idle-secs", "too large"));
+        }
+        let stickiness = match (self.policy, self.routing_key_override) {
+            (PolicyKind::Manual, _) => Stickiness::Manual,
+            (PolicyKind::ConsistentHashing, _) | (_, false) => Stickiness::None,
+            (_, true) => Stickiness::Override,
+        };
+        let mode = match (stickiness, self.assignment_mode) {
+            (Stickiness::Manual, Some(AssignmentMode::Delegate)) => {
+                return Err(Error::config(
+                    "--assignment-mode",
+                    "delegate needs a policy to delegate to; --policy manual has none \
+                     (use random, min_load or min_group, or the override on another policy)",
+                ));
+            }
+            (_, Some(m)) => m,
+            (Stickiness::Manual, None) => AssignmentMode::Random,
+            (_, None) => AssignmentMode::Delegate,
+        };
+        Ok(Validated {
+            policy: self.policy,
+            keys,
+            stickiness,
+            mode,
+            allow_keyless: self.allow_requests_without_routing_key,
+            cache: CacheAwareConfig {
+                cache_threshold: self.cache_threshold,
+                balance_abs_threshold: self.balance_abs_threshold,
+                balance_rel_threshold: self.balance_rel_threshold,
+                max_tree_size: self.max_tree_size,
+            },
+            max_idle_secs: if self.eviction_interval_secs == 0 {
+                0
+            } else {
+                self.max_idle_secs as u32
+            },
+            eviction_interval_secs: self.eviction_interval_secs,
+            max_sticky_keys: self.max_sticky_keys,
+            inflight_cap: self.sticky_inflight_cap as u16,
+        })
+    }
+}

@@ -1,0 +1,220 @@
+//! The pin table: routing key -> remembered workers, for `manual` and the override.
+//!
+//! - `slots.rs`: one shard, an open-addressing table of 32-byte entries.
+//! - this file: the sharded table, its bound, in-flight release and the incremental sweep.
+//!
+//! 256 shards, each behind its own mutex, keep contention negligible: a decision locks one
+//! shard for well under a microsecond. The idle sweep visits one shard per step, so at 10M
+//! pins a step touches about 40k entries and no decision waits longer than that one step.
+
+pub(crate) mod slots;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use slots::{Entry, NONE, Slots};
+
+use crate::{WorkerId, WorkerSnapshot};
+
+/// Number of shards (a power of two).
+pub(crate) const SHARDS: usize = 256;
+
+/// Why pins leave the table (the `reason` label of `smg_manual_policy_evictions_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EvictionReason {
+    /// Unused for longer than `--max-idle-secs`.
+    Idle,
+    /// The table reached `--max-sticky-keys`; the least recently used pin went.
+    Capacity,
+    /// A remembered worker left the fleet.
+    WorkerRemoved,
+}
+
+impl EvictionReason {
+    /// Every reason, for metric initialisation.
+    pub const ALL: [Self; 3] = [Self::Idle, Self::Capacity, Self::WorkerRemoved];
+
+    /// The metric label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Capacity => "capacity",
+            Self::WorkerRemoved => "worker_removed",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The sharded pin table.
+#[derive(Debug)]
+pub(crate) struct PinTable {
+    shards: Box<[Mutex<Slots>]>,
+    count: AtomicUsize,
+    /// Most pins; 0 = unbounded.
+    max: usize,
+    cursor: AtomicUsize,
+    evictions: [AtomicU64; 3],
+}
+
+impl PinTable {
+    pub(crate) fn new(max: usize) -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            count: AtomicUsize::new(0),
+            max,
+            cursor: AtomicUsize::new(0),
+            evictions: Default::default(),
+        }
+    }
+
+    pub(crate) fn lock(&self, key: u128) -> MutexGuard<'_, Slots> {
+        self.shards[Self::shard_of(key)]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Bytes held by the table's slots (entries and free slots).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| {
+                s.lock().unwrap_or_else(PoisonError::into_inner).capacity() * size_of::<Entry>()
+            })
+            .sum()
+    }
+
+    pub(crate) fn evictions(&self, reason: EvictionReason) -> u64 {
+        self.evictions[reason.index()].load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_eviction(&self, reason: EvictionReason, n: u64) {
+        if n > 0 {
+            self.evictions[reason.index()].fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Inserts a new pin into the locked shard `home`, first evicting an approximately least
+    /// recently used pin when the table is full: sampled from `shard`, or, when it is empty,
+    /// from another shard that is not locked right now (never waiting for a lock while holding
+    /// one, so no deadlock). Under heavy contention the bound can be exceeded by at most the
+    /// number of decisions in progress. Returns the evicted entry.
+    pub(crate) fn insert_bounded(
+        &self,
+        home: usize,
+        shard: &mut Slots,
+        entry: Entry,
+        mut rand: impl FnMut() -> u64,
+    ) -> Option<Entry> {
+        let before = self.count.fetch_add(1, Ordering::Relaxed);
+        let mut evicted = None;
+        if self.max > 0 && before >= self.max {
+            evicted = shard.evict_sampled(8, &mut rand);
+            if evicted.is_none() {
+                let start = rand() as usize;
+                for d in 0..SHARDS {
+                    let i = (start + d) & (SHARDS - 1);
+                    if i == home {
+                        continue;
+                    }
+                    if let Ok(mut other) = self.shards[i].try_lock() {
+                        evicted = other.evict_sampled(8, &mut rand);
+                        if evicted.is_some() {
+                            break;
+                        }
+                    }
+                }
+            }
+            if evicted.is_some() {
+                self.count.fetch_sub(1, Ordering::Relaxed);
+                self.count_eviction(EvictionReason::Capacity, 1);
+            }
+        }
+        shard.insert(entry);
+        evicted
+    }
+
+    /// The shard index of `key`.
+    pub(crate) fn shard_of(key: u128) -> usize {
+        (key >> 120) as usize & (SHARDS - 1)
+    }
+
+    /// One request for `key` on `worker` ended.
+    pub(crate) fn release(&self, key: u128, worker: WorkerId) {
+        let mut shard = self.lock(key);
+        if let Some(e) = shard.get_mut(key)
+            && let Some(i) = e.slot_of(worker.0)
+        {
+            e.in_flight[i] = e.in_flight[i].saturating_sub(1);
+        }
+    }
+
+    /// Sweeps the next shard: removes pins idle for `max_idle_secs` or more (none when 0) and
+    /// forgets workers that left the fleet. Returns (pins removed as idle, whether this step
+    /// completed a pass over every shard).
+    pub(crate) fn sweep_step(
+        &self,
+        now: u32,
+        max_idle_secs: u32,
+        snap: &WorkerSnapshot,
+    ) -> (usize, bool) {
+        let i = self.cursor.fetch_add(1, Ordering::Relaxed) % SHARDS;
+        let mut shard = self.shards[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut gone = 0u64;
+        shard.for_each_mut(|e| {
+            for s in 0..2 {
+                let w = e.workers[s];
+                if w != NONE && snap.get(WorkerId(w)).is_none() {
+                    e.workers[s] = NONE;
+                    e.in_flight[s] = 0;
+                    gone += 1;
+                }
+            }
+            if e.workers[0] == NONE && e.workers[1] != NONE {
+                e.workers.swap(0, 1);
+                e.in_flight.swap(0, 1);
+                if let Some(s) = snap.stats(WorkerId(e.workers[0])) {
+                    s.pin_added();
+                }
+            }
+        });
+        self.count_eviction(EvictionReason::WorkerRemoved, gone);
+        let (mut idle, mut emptied) = (0usize, 0usize);
+        shard.retain(
+            |e| {
+                e.workers[0] == NONE
+                    || (max_idle_secs > 0
+                        && e.in_flight == [0, 0]
+                        && now.saturating_sub(e.last_used) >= max_idle_secs)
+            },
+            |e| match e.primary() {
+                Some(p) => {
+                    if let Some(s) = snap.stats(WorkerId(p)) {
+                        s.pin_removed();
+                    }
+                    idle += 1;
+                }
+                None => emptied += 1,
+            },
+        );
+        drop(shard);
+        self.removed(idle + emptied);
+        self.count_eviction(EvictionReason::Idle, idle as u64);
+        (idle, i == SHARDS - 1)
+    }
+
+    /// Recomputes the pin count after removals made under a shard lock.
+    pub(crate) fn removed(&self, n: usize) {
+        if n > 0 {
+            self.count.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Placement policies: where a request goes when no pin decides.
+//!
+//! - `kind.rs`: the closed set of policy names and the `policy_uses_routing_key` predicate.
+//! - `simple.rs`: `random`, `round_robin`, `power_of_two`, and the least-loaded helper.
+//! - `consistent.rs`: the hash ring behind `consistent_hashing`.
+//! - `cache_aware.rs`: the approximate per-model prefix index behind `cache_aware`.
+//!
+//! A policy picks one worker from the candidates the router computed (available workers that
+//! serve the request's model); it never sees unavailable workers, so it cannot return one.
+
+pub mod cache_aware;
+pub mod consistent;
+mod kind;
+pub(crate) mod simple;
+
+pub use cache_aware::CacheAwareConfig;
+pub use kind::{PolicyKind, policy_uses_routing_key};
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::{Rng, WorkerId, WorkerSnapshot};
+
+/// What a policy may look at.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PickRequest<'a> {
+    pub(crate) key: Option<&'a str>,
+    pub(crate) model: Option<&'a str>,
+    /// Request text (or routing-token bytes) for `cache_aware`.
+    pub(crate) text: Option<&'a [u8]>,
+}
+
+/// A configured policy, ready to pick.
+#[derive(Debug)]
+pub(crate) enum Policy {
+    Random,
+    RoundRobin(AtomicUsize),
+    PowerOfTwo,
+    CacheAware(cache_aware::CacheAware),
+    ConsistentHashing,
+    /// `manual` places keyed requests through its assignment mode; what reaches `pick` is a
+    /// keyless request the operator allowed, placed at random.
+    Manual,
+}
+
+impl Policy {
+    pub(crate) fn new(kind: PolicyKind, cache: CacheAwareConfig) -> Self {
+        match kind {
+            PolicyKind::Random => Self::Random,
+            PolicyKind::RoundRobin => Self::RoundRobin(AtomicUsize::new(0)),
+            PolicyKind::PowerOfTwo => Self::PowerOfTwo,
+            PolicyKind::CacheAware => Self::CacheAware(cache_aware::CacheAware::new(cache)),
+            PolicyKind::ConsistentHashing => Self::ConsistentHashing,
+            PolicyKind::Manual => Self::Manual,
+        }
+    }
+
+    /// Picks one of `cands` (never anything else); `None` only when `cands` is empty.
+    pub(crate) fn pick(
+        &self,
+        req: &PickRequest<'_>,
+        snap: &WorkerSnapshot,
+        cands: &[WorkerId],
+        rng: &mut Rng,
+    ) -> Option<WorkerId> {
+        if cands.is_empty() {
+            return None;
+        }
+        match self {
+            Self::Random | Self::Manual => Some(cands[rng.below(cands.len())]),
+            Self::RoundRobin(next) => {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                Some(cands[i % cands.len()])
+            }
+            Self::PowerOfTwo => Some(simple::power_of_two(snap, cands, rng)),
+            Self::CacheAware(ca) => Some(ca.pick(req, snap, cands, rng)),
+            Self::ConsistentHashing => match req.key {
+                Some(key) => snap.ring().lookup(key.as_bytes(), cands),
+                None => Some(cands[rng.below(cands.len())]),
+            },
+        }
+    }
+}

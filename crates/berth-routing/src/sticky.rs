@@ -1,0 +1,195 @@
+//! The pinned path of a decision: reuse, failover, the in-flight threshold and new keys
+//! (SPEC.md section 2), for `manual` and the override.
+//!
+//! The whole decision for a key happens under its shard's lock, placement included. That is
+//! what makes racing first requests of a new key converge: the second finds the first's pin
+//! (SMG's delegate path is last-writer-wins and can split them).
+
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::key::RoutingKey;
+use crate::options::Stickiness;
+use crate::pin::slots::{Entry, NONE};
+use crate::pin::{EvictionReason, PinTable};
+use crate::policy::PickRequest;
+use crate::router::{Branch, Decision, Lease, Leg, secs};
+use crate::{AssignmentMode, Error, Rng, RouteRequest, Router, WorkerId, WorkerSnapshot};
+
+/// Hashes the scoped key: (stickiness scope, leg, model, key). The manual map is not scoped
+/// by model; the override's pins are.
+pub(crate) fn scoped_key(key: &str, model: Option<&str>, leg: Leg) -> u128 {
+    let model = model.unwrap_or("");
+    let mut stack = [0u8; 384];
+    let len = 2 + 4 + model.len() + key.len();
+    let mut heap = Vec::new();
+    let buf: &mut [u8] = if len <= stack.len() {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap
+    };
+    buf[0] = b'k';
+    buf[1] = leg as u8;
+    buf[2..6].copy_from_slice(&(model.len() as u32).to_le_bytes());
+    buf[6..6 + model.len()].copy_from_slice(model.as_bytes());
+    buf[6 + model.len()..].copy_from_slice(key.as_bytes());
+    xxh3_128(buf) | 1
+}
+
+impl Router {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn route_pinned(
+        &self,
+        req: &RouteRequest<'_>,
+        text: Option<&[u8]>,
+        key: RoutingKey,
+        snap: &WorkerSnapshot,
+        cands: &[WorkerId],
+        now: std::time::Duration,
+        rng: &mut Rng,
+    ) -> Result<Decision, Error> {
+        let scope_model = match self.cfg.stickiness {
+            Stickiness::Override => req.model,
+            _ => None,
+        };
+        let scoped = scoped_key(&key.key, scope_model, req.leg);
+        let now_s = secs(now);
+        let cap = self.cfg.inflight_cap;
+        let threshold = self.cfg.stickiness == Stickiness::Override;
+        let delegate_failover = threshold && self.cfg.mode == AssignmentMode::Delegate;
+        let pick = PickRequest {
+            key: Some(&key.key),
+            model: req.model,
+            text,
+        };
+        let place = |rng: &mut Rng| {
+            self.cfg
+                .mode
+                .pick(&self.policy, &pick, snap, cands, rng)
+                .ok_or(Error::NoAvailableWorkers)
+        };
+
+        let mut shard = self.pins.lock(scoped);
+        let (worker, branch) = match shard.get_mut(scoped) {
+            None => {
+                let w = place(rng)?;
+                let mut entry = Entry::new(scoped, w.0, now_s);
+                entry.in_flight[0] = 1;
+                let evicted =
+                    self.pins
+                        .insert_bounded(PinTable::shard_of(scoped), &mut shard, entry, || {
+                            rng.next_u64()
+                        });
+                if let Some(s) = evicted
+                    .and_then(|e| e.primary())
+                    .and_then(|p| snap.stats(WorkerId(p)))
+                {
+                    s.pin_removed();
+                }
+                if let Some(s) = snap.stats(w) {
+                    s.pin_added();
+                }
+                (w, Branch::Vacant)
+            }
+            Some(e) => {
+                e.last_used = now_s;
+                let gone = forget_removed(e, snap);
+                self.pins
+                    .count_eviction(EvictionReason::WorkerRemoved, gone);
+                let available = |w: u32| w != NONE && cands.binary_search(&WorkerId(w)).is_ok();
+                match (0..2).find(|&i| available(e.workers[i])) {
+                    Some(i) if threshold && e.in_flight[i] >= cap => {
+                        let pinned = e.workers[i];
+                        let p = place(rng)?;
+                        if p.0 != pinned {
+                            let p_load = e.slot_of(p.0).map_or(0, |j| e.in_flight[j]);
+                            if p_load < cap {
+                                let pinned_load = e.in_flight[i];
+                                set_workers(e, [p.0, pinned], [p_load, pinned_load], snap);
+                            }
+                        }
+                        bump(e, p);
+                        (p, Branch::CapRespill)
+                    }
+                    Some(i) => {
+                        e.in_flight[i] = e.in_flight[i].saturating_add(1);
+                        (WorkerId(e.workers[i]), Branch::OccupiedHit)
+                    }
+                    None => {
+                        let p = place(rng)?;
+                        let (w, f) = (e.workers, e.in_flight);
+                        if delegate_failover || w[0] == NONE {
+                            // The policy's pick is the new primary; the old primary is kept
+                            // as the failover candidate.
+                            set_workers(e, [p.0, w[0]], [0, f[0]], snap);
+                        } else if w[1] == NONE {
+                            // Added behind the existing worker, which stays first.
+                            set_workers(e, [w[0], p.0], [f[0], 0], snap);
+                        } else {
+                            // Two remembered: the older is dropped.
+                            set_workers(e, [w[1], p.0], [f[1], 0], snap);
+                        }
+                        bump(e, p);
+                        (p, Branch::OccupiedMiss)
+                    }
+                }
+            }
+        };
+        drop(shard);
+        Ok(Decision {
+            worker,
+            branch: Some(branch),
+            key: Some(key),
+            lease: Lease::new(worker, snap, Some((self.pins.clone(), scoped))),
+        })
+    }
+}
+
+/// Counts one more request of the key on `w`, if `w` is remembered.
+fn bump(e: &mut Entry, w: WorkerId) {
+    if let Some(j) = e.slot_of(w.0) {
+        e.in_flight[j] = e.in_flight[j].saturating_add(1);
+    }
+}
+
+/// Replaces the remembered workers, keeping the per-worker pinned-key counts right.
+fn set_workers(e: &mut Entry, workers: [u32; 2], in_flight: [u16; 2], snap: &WorkerSnapshot) {
+    let (old, new) = (e.workers[0], workers[0]);
+    if old != new {
+        if let Some(s) = (old != NONE).then(|| snap.stats(WorkerId(old))).flatten() {
+            s.pin_removed();
+        }
+        if let Some(s) = (new != NONE).then(|| snap.stats(WorkerId(new))).flatten() {
+            s.pin_added();
+        }
+    }
+    e.workers = workers;
+    e.in_flight = in_flight;
+    if e.workers[0] == e.workers[1] {
+        e.workers[1] = NONE;
+        e.in_flight[1] = 0;
+    }
+}
+
+/// Drops remembered workers that left the fleet; returns how many.
+fn forget_removed(e: &mut Entry, snap: &WorkerSnapshot) -> u64 {
+    let mut gone = 0;
+    for s in 0..2 {
+        if e.workers[s] != NONE && snap.get(WorkerId(e.workers[s])).is_none() {
+            e.workers[s] = NONE;
+            e.in_flight[s] = 0;
+            gone += 1;
+        }
+    }
+    if e.workers[0] == NONE && e.workers[1] != NONE {
+        e.workers.swap(0, 1);
+        e.in_flight.swap(0, 1);
+        if let Some(s) = snap.stats(WorkerId(e.workers[0])) {
+            s.pin_added();
+        }
+    }
+    gone
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,221 @@
+//! Workers as the core sees them: dense ids in an immutable snapshot.
+//!
+//! The gateway owns membership, health and breakers; whenever any of them changes it builds a
+//! new [`WorkerSnapshot`] and swaps it in atomically, so a routing decision reads one
+//! consistent view without taking a lock. What changes per request (in-flight counts, pinned
+//! keys) lives in [`WorkerStats`], shared by `Arc` across snapshots.
+//!
+//! A snapshot precomputes, per model, the ids of the workers that serve it and are available,
+//! and the consistent-hash ring, so a decision never filters the fleet.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::policy::consistent::Ring;
+
+/// A worker's dense id. Ids are never reused while the gateway runs, so a pin that names a
+/// removed worker can never silently point at a newcomer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkerId(pub u32);
+
+/// Live per-worker counters, shared between snapshots.
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    in_flight: AtomicU32,
+    pinned_keys: AtomicU32,
+}
+
+impl WorkerStats {
+    /// Requests this gateway has in flight on the worker.
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Routing keys whose primary is this worker (`smg_worker_routing_keys_active`).
+    pub fn pinned_keys(&self) -> u32 {
+        self.pinned_keys.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn begin(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn end(&self) {
+        let _ = self
+            .in_flight
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+    }
+
+    pub(crate) fn pin_added(&self) {
+        self.pinned_keys.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn pin_removed(&self) {
+        let _ = self
+            .pinned_keys
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+    }
+}
+
+/// One worker in a snapshot.
+#[derive(Debug, Clone)]
+pub struct WorkerEntry {
+    /// Its dense id.
+    pub id: WorkerId,
+    /// Its URL as registered (with `@<rank>` for data-parallel workers); this is what
+    /// `x-smg-routed-worker-id` carries and what consistent hashing hashes.
+    pub url: Arc<str>,
+    /// The models it serves.
+    pub models: Vec<Arc<str>>,
+    /// Healthy, breaker not open and not vetoed by overload protection.
+    pub available: bool,
+    /// Its live counters.
+    pub stats: Arc<WorkerStats>,
+}
+
+/// An immutable view of the fleet.
+#[derive(Debug, Default)]
+pub struct WorkerSnapshot {
+    /// Entries indexed by position; `slot[id]` maps an id to its position.
+    entries: Vec<WorkerEntry>,
+    slot: HashMap<WorkerId, usize>,
+    /// Available workers per model.
+    by_model: HashMap<Arc<str>, Vec<WorkerId>>,
+    /// Every available worker.
+    all_available: Vec<WorkerId>,
+    /// Consistent-hash ring over every worker (available or not), by URL.
+    ring: Ring,
+}
+
+impl WorkerSnapshot {
+    /// Builds a snapshot (and its per-model candidate lists and hash ring).
+    pub fn new(entries: Vec<WorkerEntry>) -> Self {
+        let mut slot = HashMap::with_capacity(entries.len());
+        let mut by_model: HashMap<Arc<str>, Vec<WorkerId>> = HashMap::new();
+        let mut all_available = Vec::new();
+        for (i, e) in entries.iter().enumerate() {
+            slot.insert(e.id, i);
+            for m in &e.models {
+                let list = by_model.entry(m.clone()).or_default();
+                if e.available {
+                    list.push(e.id);
+                }
+            }
+            if e.available {
+                all_available.push(e.id);
+            }
+        }
+        // Sorted by id, so policies can test membership with a binary search.
+        for list in by_model.values_mut() {
+            list.sort_unstable();
+        }
+        all_available.sort_unstable();
+        let ring = Ring::build(entries.iter().map(|e| (e.id, &*e.url)));
+        Self {
+            entries,
+            slot,
+            by_model,
+            all_available,
+            ring,
+        }
+    }
+
+    /// Every worker, in registration order.
+    pub fn entries(&self) -> &[WorkerEntry] {
+        &self.entries
+    }
+
+    /// The entry of `id`, if it is still in the fleet.
+    pub fn get(&self, id: WorkerId) -> Option<&WorkerEntry> {
+        self.slot.get(&id).map(|&i| &self.entries[i])
+    }
+
+    /// Whether any worker (available or not) serves `model`.
+    pub fn serves_model(&self, model: &str) -> bool {
+        self.by_model.contains_key(model)
+    }
+
+    /// The one model of the fleet, when every worker serves the same single model.
+    pub fn only_model(&self) -> Option<&Arc<str>> {
+        let mut models = self.by_model.keys();
+        match (models.next(), models.next()) {
+            (Some(m), None) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// How many distinct models the fleet serves.
+    pub fn model_count(&self) -> usize {
+        self.by_model.len()
+    }
+
+    /// The available workers for `model`, sorted by id (every available worker when `None`,
+    /// or when no worker declares any model).
+    pub fn candidates(&self, model: Option<&str>) -> &[WorkerId] {
+        match model {
+            Some(m) if !self.by_model.is_empty() => {
+                self.by_model.get(m).map(Vec::as_slice).unwrap_or(&[])
+            }
+            _ => &self.all_available,
+        }
+    }
+
+    /// The stats of `id`, if it is still in the fleet.
+    pub fn stats(&self, id: WorkerId) -> Option<&Arc<WorkerStats>> {
+        self.get(id).map(|e| &e.stats)
+    }
+
+    /// Requests in flight on `id` (0 for a removed worker).
+    pub fn load(&self, id: WorkerId) -> u32 {
+        self.get(id).map_or(0, |e| e.stats.in_flight())
+    }
+
+    pub(crate) fn ring(&self) -> &Ring {
+        &self.ring
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn entry(id: u32, models: &[&str], available: bool) -> WorkerEntry {
+        WorkerEntry {
+            id: WorkerId(id),
+            url: format!("http://w{id}:8000").into(),
+            models: models.iter().map(|m| Arc::from(*m)).collect(),
+            available,
+            stats: Arc::default(),
+        }
+    }
+
+    #[test]
+    fn candidates_filter_by_model_and_availability() {
+        let s = WorkerSnapshot::new(vec![
+            entry(0, &["a"], true),
+            entry(1, &["a", "b"], false),
+            entry(2, &["b"], true),
+        ]);
+        assert_eq!(s.candidates(Some("a")), [WorkerId(0)]);
+        assert_eq!(s.candidates(Some("b")), [WorkerId(2)]);
+        assert_eq!(s.candidates(Some("c")), [] as [WorkerId; 0]);
+        assert_eq!(s.candidates(None), [WorkerId(0), WorkerId(2)]);
+        assert!(s.serves_model("b"));
+        assert!(!s.serves_model("c"));
+        assert_eq!(s.only_model(), None);
+        let one = WorkerSnapshot::new(vec![entry(0, &["m"], true), entry(1, &["m"], true)]);
+        assert_eq!(one.only_model().map(|m| &**m), Some("m"));
+    }
+
+    #[test]
+    fn counters_never_underflow() {
+        let s = WorkerStats::default();
+        s.end();
+        s.pin_removed();
+        assert_eq!((s.in_flight(), s.pinned_keys()), (0, 0));
+        s.begin();
+        s.pin_added();
+        assert_eq!((s.in_flight(), s.pinned_keys()), (1, 1));
+    }
+}

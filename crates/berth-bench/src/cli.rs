@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long, default_value = "http://127.0.0.1:8000")]
     pub url: String,
     /// Model name sent in the body (chat and completions).
-    #[arg(long, default_value = "berth-sim")]
+    #[arg(long, default_value = "sim-model")]
     pub model: String,
     /// Which API to drive.
     #[arg(long, value_enum, default_value = "chat")]

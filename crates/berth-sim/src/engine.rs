@@ -31,7 +31,7 @@ pub(crate) struct Engine {
     queued: AtomicUsize,
     running: AtomicUsize,
     decoding: AtomicUsize,
-    tokens_in_use: AtomicU64,
+    queued_tokens: AtomicU64,
 }
 
 impl Engine {
@@ -44,7 +44,7 @@ impl Engine {
             queued: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
             decoding: AtomicUsize::new(0),
-            tokens_in_use: AtomicU64::new(0),
+            queued_tokens: AtomicU64::new(0),
         }
     }
 
@@ -67,9 +67,9 @@ impl Engine {
         )
     }
 
-    /// Prompt tokens of running requests.
-    pub(crate) fn tokens_in_use(&self) -> u64 {
-        self.tokens_in_use.load(Ordering::Relaxed)
+    /// Prompt tokens of queued requests.
+    pub(crate) fn queued_tokens(&self) -> u64 {
+        self.queued_tokens.load(Ordering::Relaxed)
     }
 
     fn lock_kv(&self) -> MutexGuard<'_, KvCache> {
@@ -89,6 +89,7 @@ impl Engine {
         let start = Instant::now();
         let permit = {
             let _queued = CountGuard::new(&self.queued);
+            let _tokens = TokenGuard::new(&self.queued_tokens, prompt.len() as u64);
             self.slots
                 .clone()
                 .acquire_owned()
@@ -97,8 +98,6 @@ impl Engine {
         };
         let queue_wait = start.elapsed();
         self.running.fetch_add(1, Ordering::Relaxed);
-        self.tokens_in_use
-            .fetch_add(prompt.len() as u64, Ordering::Relaxed);
         let hashes = block_hashes(model, &prompt);
         // At least one prompt token is always computed, as in real engines.
         let max_blocks = prompt.len().saturating_sub(1) / BLOCK_TOKENS;
@@ -131,6 +130,22 @@ impl<'a> CountGuard<'a> {
 impl Drop for CountGuard<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Adds tokens to a gauge for its lifetime.
+struct TokenGuard<'a>(&'a AtomicU64, u64);
+
+impl<'a> TokenGuard<'a> {
+    fn new(gauge: &'a AtomicU64, n: u64) -> Self {
+        gauge.fetch_add(n, Ordering::Relaxed);
+        Self(gauge, n)
+    }
+}
+
+impl Drop for TokenGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, Ordering::Relaxed);
     }
 }
 
@@ -209,9 +224,6 @@ impl Job {
         kv.release(&self.hashes, self.matched);
         drop(kv);
         self.finished = true;
-        self.engine
-            .tokens_in_use
-            .fetch_sub(full.len() as u64 - output.len() as u64, Ordering::Relaxed);
     }
 }
 
@@ -219,9 +231,6 @@ impl Drop for Job {
     fn drop(&mut self) {
         if !self.finished {
             self.engine.lock_kv().release(&self.hashes, self.matched);
-            self.engine
-                .tokens_in_use
-                .fetch_sub(self.prompt.len() as u64, Ordering::Relaxed);
         }
         if self.decoding {
             self.engine.decoding.fetch_sub(1, Ordering::Relaxed);

@@ -143,6 +143,11 @@ async fn inference(
         return respond::bad_request("request body is not valid JSON");
     };
     let model = match model {
+        // SGLang's native `/generate` has no model field and ignores one (SMG sends
+        // `"model": "unknown"`), so only the OpenAI and Anthropic APIs are model-scoped.
+        _ if matches!(kind, Inference::Generation(GenApi::Generate)) => {
+            shared.default_model().to_owned()
+        }
         Some(m) if !shared.serves(&m) => {
             Counters::bump(&shared.counters.unknown_model, 1);
             return respond::unknown_model(&m);

@@ -108,5 +108,5 @@ async fn time_scale_zero_is_instant_and_dropped_jobs_release() {
     assert_eq!(engine.running(), 1);
     drop(job);
     assert_eq!(engine.running(), 0);
-    assert_eq!(engine.tokens_in_use(), 0);
+    assert_eq!(engine.queued_tokens(), 0);
 }

@@ -16,6 +16,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+use crate::proxy::ReplayBody;
+
 /// The client every worker request goes through.
 pub(crate) type HttpClient = Client<HttpConnector, UpBody>;
 
@@ -37,6 +39,8 @@ pub(crate) enum UpBody {
     Full(Option<Bytes>),
     /// The client's body, streamed.
     Stream(Incoming),
+    /// The client's body, streamed and kept for a possible retry.
+    Replay(ReplayBody),
 }
 
 impl Body for UpBody {
@@ -50,6 +54,7 @@ impl Body for UpBody {
         match self.get_mut() {
             Self::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             Self::Stream(s) => Pin::new(s).poll_frame(cx),
+            Self::Replay(r) => Pin::new(r).poll_frame(cx),
         }
     }
 
@@ -57,6 +62,7 @@ impl Body for UpBody {
         match self {
             Self::Full(b) => b.is_none(),
             Self::Stream(s) => s.is_end_stream(),
+            Self::Replay(r) => r.is_end_stream(),
         }
     }
 
@@ -65,6 +71,7 @@ impl Body for UpBody {
             Self::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Self::Full(None) => SizeHint::with_exact(0),
             Self::Stream(s) => s.size_hint(),
+            Self::Replay(r) => r.size_hint(),
         }
     }
 }

@@ -4,8 +4,8 @@
 //!    the `--max-payload-size` limit, or leave it to stream.
 //! 2. Route (key derivation, pins, policy) on the current worker view.
 //! 3. Send to the worker; on a connect error, timeout or 502/503/504 *before any byte reached the
-//!    client*, route again excluding every worker tried and re-send (buffered bodies only: a
-//!    streamed body cannot be replayed), up to `--retry-max-retries`.
+//!    client*, route again excluding every worker tried and re-send (a streamed body is replayed
+//!    from what was kept, see `replay.rs`), up to `--retry-max-retries`.
 //! 4. Stream the response back with `x-smg-routed-worker-id` and the lease attached.
 
 use std::sync::Arc;
@@ -19,6 +19,7 @@ use hyper::body::Incoming;
 use super::Endpoint;
 use super::headers::{self, HeaderMapSource, ROUTED_WORKER, ROUTING_TOKENS};
 use super::inspect::{Inspected, inspect};
+use super::replay::Replayable;
 use crate::body::{ProxiedBody, RequestGuard, ResBody};
 use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, BranchLabels, RequestLabels, SourceLabels, StatusLabels};
@@ -48,8 +49,31 @@ pub(crate) async fn proxy(
 
 /// The request body as the gateway holds it.
 enum Held {
+    /// Read whole before routing: re-sendable.
     Buffered(Bytes),
-    Stream(Option<Incoming>),
+    /// Streamed, kept for retries up to a limit.
+    Replay(Replayable),
+    /// Streamed once (retries off).
+    Once(Option<Incoming>),
+}
+
+impl Held {
+    /// The body of the next attempt (`None`: it cannot be re-sent).
+    fn next(&mut self) -> Option<UpBody> {
+        match self {
+            Self::Buffered(b) => Some(UpBody::Full(Some(b.clone()))),
+            Self::Replay(r) => r.attempt().map(UpBody::Replay),
+            Self::Once(s) => s.take().map(UpBody::Stream),
+        }
+    }
+
+    fn replayable(&self) -> bool {
+        match self {
+            Self::Buffered(_) => true,
+            Self::Replay(r) => r.replayable(),
+            Self::Once(_) => false,
+        }
+    }
 }
 
 async fn forward(
@@ -83,8 +107,10 @@ async fn forward(
         let want_text = state.config.router.policy == PolicyKind::CacheAware && tokens.is_none();
         let inspected = inspect(&bytes, want_text)?;
         (Held::Buffered(bytes), inspected)
+    } else if state.config.retry_max_retries > 0 {
+        (Held::Replay(Replayable::new(body)), Inspected::default())
     } else {
-        (Held::Stream(Some(body)), Inspected::default())
+        (Held::Once(Some(body)), Inspected::default())
     };
     let body_model = inspected.model.as_deref();
     if let Some(m) =
@@ -128,10 +154,11 @@ async fn forward(
             return Err(GatewayError::NoAvailableWorkers);
         };
         record_decision(state, &decision, worker, model);
-        let retry_left = buffered && (tried.len() as u32) < state.config.retry_max_retries;
-        let body = match &mut held {
-            Held::Buffered(b) => UpBody::Full(Some(b.clone())),
-            Held::Stream(s) => UpBody::Stream(s.take().ok_or(GatewayError::NoAvailableWorkers)?),
+        let Some(body) = held.next() else {
+            return Err(GatewayError::UpstreamConnection {
+                worker: worker.url.to_string(),
+                reason: "the request body could not be re-sent for a retry".to_owned(),
+            });
         };
         let mut up = Request::new(body);
         *up.method_mut() = parts.method.clone();
@@ -142,6 +169,7 @@ async fn forward(
         *up.headers_mut() = headers::forward_request_headers(&parts.headers);
         let sent =
             tokio::time::timeout(state.config.request_timeout, state.client.request(up)).await;
+        let retry_left = (tried.len() as u32) < state.config.retry_max_retries && held.replayable();
         let failure = match sent {
             Ok(Ok(resp)) => {
                 let status = resp.status().as_u16();

@@ -3,12 +3,15 @@
 //! - `endpoint.rs`: the closed set of proxied routes.
 //! - `inspect.rs`: reading `rid`, `model`, `stream` and the prompt text out of a buffered body.
 //! - `headers.rs`: what is forwarded (end-to-end headers) and what is not (hop-by-hop, hints).
+//! - `replay.rs`: a streamed body kept (up to a limit) so a retry can re-send it.
 //! - `handler.rs`: one request: body path, routing decision, forwarding, retries, response.
 
 mod endpoint;
 mod handler;
 mod headers;
 mod inspect;
+mod replay;
 
 pub(crate) use endpoint::Endpoint;
 pub(crate) use handler::proxy;
+pub(crate) use replay::ReplayBody;

@@ -1,0 +1,156 @@
+//! Bad input gets its error in the one shape, and the next request is served.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use berth_gateway::routing::PolicyKind;
+use bytes::Bytes;
+use common::*;
+use http::Method;
+
+fn assert_error(r: &Resp, status: u16, code: &str) {
+    assert_eq!(r.status.as_u16(), status, "{:?}", r.body);
+    assert_eq!(r.error_code().as_deref(), Some(code));
+    let e = r.json();
+    assert_eq!(e["error"]["code"], code);
+    assert!(e["error"]["message"].is_string() && e["error"]["type"].is_string());
+    assert!(e["error"].as_object().unwrap().contains_key("param"));
+}
+
+#[tokio::test]
+async fn bad_input_gets_its_error_and_the_next_request_is_served() {
+    let w = sims(2).await;
+    let mut c = config(&w);
+    c.max_payload_size = 4096;
+    c.router.routing_key_override = true; // every body is read
+    let g = start(c).await;
+    let ok = |g: &Running| {
+        let client = g.client.clone();
+        async move { assert_eq!(client.chat(&[], chat_body(None)).await.status, 200) }
+    };
+    let json = [("content-type", &b"application/json"[..])];
+
+    let r = g
+        .client
+        .send(Method::POST, "/v1/chat/completions", &json, "{not json")
+        .await;
+    assert_error(&r, 400, "json_parse_error");
+    ok(&g).await;
+
+    let big = format!(
+        r#"{{"messages":[{{"role":"user","content":"{}"}}]}}"#,
+        "x".repeat(10_000)
+    );
+    let r = g
+        .client
+        .send(Method::POST, "/v1/chat/completions", &json, big)
+        .await;
+    assert_error(&r, 413, "payload_too_large");
+    ok(&g).await;
+
+    let r = g
+        .client
+        .send(Method::GET, "/v1/chat/completions", &[], Bytes::new())
+        .await;
+    assert_error(&r, 405, "method_not_allowed");
+    ok(&g).await;
+
+    let r = g.client.send(Method::POST, "/v1/nope", &json, "{}").await;
+    assert_error(&r, 404, "not_found");
+    ok(&g).await;
+
+    let r = g
+        .client
+        .chat(
+            &[("x-smg-routing-key", b"\xff\xfe\x80")],
+            serde_json::json!({"model": "nope"}),
+        )
+        .await;
+    assert_error(&r, 404, "model_not_found");
+    assert_eq!(r.json()["error"]["param"], "model");
+    ok(&g).await;
+    g.gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_invalid_utf8_key_header_under_a_keyed_policy_is_missing_routing_key() {
+    let w = sims(2).await;
+    let mut c = config(&w);
+    c.router.policy = PolicyKind::ConsistentHashing;
+    let g = start(c).await;
+    let r = g
+        .client
+        .chat(&[("x-smg-routing-key", b"\xff\xfe")], chat_body(None))
+        .await;
+    assert_error(&r, 400, "missing_routing_key");
+    assert_eq!(
+        g.client
+            .chat(&[("x-smg-routing-key", b"ok")], chat_body(None))
+            .await
+            .status,
+        200
+    );
+    g.gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_available_workers_is_503_with_retry_after() {
+    let w = sims(1).await;
+    let g = start(config(&w)).await;
+    w[0].set_health_failing(true);
+    eventually("unhealthy", || async {
+        !healthy(&g.client, &w[0].url()).await
+    })
+    .await;
+    let r = g.client.chat(&[], chat_body(None)).await;
+    assert_error(&r, 503, "no_available_workers");
+    assert!(r.headers.contains_key("retry-after"));
+    assert_eq!(g.client.get("/readiness", &[]).await.status, 503);
+    assert_eq!(g.client.get("/health", &[]).await.status, 200);
+    g.gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_slow_worker_is_upstream_timeout() {
+    let w = sims(1).await;
+    let mut c = config(&w);
+    c.request_timeout = std::time::Duration::from_millis(200);
+    c.retry_max_retries = 0;
+    let g = start(c).await;
+    w[0].set_hang(true);
+    let r = g.client.chat(&[], chat_body(None)).await;
+    assert_error(&r, 504, "upstream_timeout");
+    w[0].set_hang(false);
+    assert_eq!(g.client.chat(&[], chat_body(None)).await.status, 200);
+    g.gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn inbound_api_key_guards_generation_but_not_models_or_health() {
+    let w = sims(1).await;
+    let mut c = config(&w);
+    c.api_key = Some(berth_gateway::config::Secret("s3cret".into()));
+    let g = start(c).await;
+    assert_error(
+        &g.client.chat(&[], chat_body(None)).await,
+        401,
+        "unauthorized",
+    );
+    assert_error(
+        &g.client
+            .chat(&[("authorization", b"Bearer nope")], chat_body(None))
+            .await,
+        401,
+        "unauthorized",
+    );
+    assert_eq!(
+        g.client
+            .chat(&[("authorization", b"Bearer s3cret")], chat_body(None))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(g.client.get("/v1/models", &[]).await.status, 200);
+    assert_eq!(g.client.get("/liveness", &[]).await.status, 200);
+    g.gw.shutdown().await;
+}

@@ -50,8 +50,16 @@ pub fn render(output: &RunOutput) -> String {
     );
     let _ = writeln!(
         out,
-        "  requests {} ok {} failed {} (warm-up excluded: {}), sessions {}, roots started {}, {:.2}s",
-        s.requests, s.ok, s.failed, s.warmup, s.sessions, output.roots_started, s.duration_s
+        "  requests {} ok {} failed {} (warm-up excluded: {}), sessions {}, roots started {}, \
+         peak live sessions {}, {:.2}s",
+        s.requests,
+        s.ok,
+        s.failed,
+        s.warmup,
+        s.sessions,
+        output.roots_started,
+        output.peak_live_sessions,
+        s.duration_s
     );
     let _ = writeln!(
         out,

@@ -24,6 +24,7 @@ pub fn write_all(dir: &Path, output: &RunOutput) -> Result<(), BenchError> {
         "config": output.config,
         "wall_s": output.wall_s,
         "roots_started": output.roots_started,
+        "peak_live_sessions": output.peak_live_sessions,
         "interrupted": output.interrupted,
         "summary": output.summary,
     });

@@ -30,6 +30,10 @@ pub struct RunContext {
     pub succeeded: AtomicU64,
     /// Requests finished with an error.
     pub failed: AtomicU64,
+    /// Sessions (roots and children) running now.
+    pub live_sessions: AtomicU64,
+    /// Most sessions running at once so far.
+    pub peak_live_sessions: AtomicU64,
     stop_tx: watch::Sender<bool>,
     records: Mutex<Vec<RequestRecord>>,
 }
@@ -54,6 +58,8 @@ impl RunContext {
             sent: AtomicU64::new(0),
             succeeded: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            live_sessions: AtomicU64::new(0),
+            peak_live_sessions: AtomicU64::new(0),
             stop_tx,
             records: Mutex::new(Vec::new()),
         }
@@ -96,6 +102,13 @@ impl RunContext {
         at.saturating_duration_since(self.started).as_secs_f64() * 1000.0
     }
 
+    /// Counts a session as running until the returned guard drops.
+    pub fn session_started(&self) -> LiveSession<'_> {
+        let now = self.live_sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak_live_sessions.fetch_max(now, Ordering::Relaxed);
+        LiveSession(self)
+    }
+
     /// Stores one record.
     pub fn push(&self, record: RequestRecord) {
         if record.ok {
@@ -117,5 +130,15 @@ impl RunContext {
             .unwrap_or_default();
         records.sort_by_key(|r| r.seq);
         records
+    }
+}
+
+/// A running session, counted in [`RunContext::live_sessions`] until dropped.
+#[derive(Debug)]
+pub struct LiveSession<'a>(&'a RunContext);
+
+impl Drop for LiveSession<'_> {
+    fn drop(&mut self) {
+        self.0.live_sessions.fetch_sub(1, Ordering::Relaxed);
     }
 }

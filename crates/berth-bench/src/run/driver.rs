@@ -28,6 +28,8 @@ pub struct RunOutput {
     pub wall_s: f64,
     /// Root sessions started.
     pub roots_started: u64,
+    /// Most sessions (roots and children) running at once.
+    pub peak_live_sessions: u64,
     /// Whether the run was stopped by the shutdown signal.
     pub interrupted: bool,
 }
@@ -70,6 +72,9 @@ pub async fn execute(
     ctx.stop();
     progress.finish().await;
 
+    let peak_live_sessions = ctx
+        .peak_live_sessions
+        .load(std::sync::atomic::Ordering::Relaxed);
     let records = ctx.take_records();
     let summary = Summary::from_records(&records);
     let ctx = Arc::try_unwrap(ctx)
@@ -80,6 +85,7 @@ pub async fn execute(
         summary,
         wall_s: started.elapsed().as_secs_f64(),
         roots_started,
+        peak_live_sessions,
         interrupted,
     })
 }

@@ -80,6 +80,7 @@ pub type SessionFuture = Pin<Box<dyn Future<Output = Option<String>> + Send>>;
 /// when a turn failed or the run stopped before the session finished.
 pub fn run_session(ctx: Arc<RunContext>, mut node: SessionNode) -> SessionFuture {
     Box::pin(async move {
+        let _live = ctx.session_started();
         let plan = SessionPlan::draw(&ctx.config.shape, node.depth, &mut node.rng);
         let mut history: Vec<Message> = Vec::with_capacity(plan.turns.len() * 2 + 1);
         if let Some(system) = &ctx.system_prompt {

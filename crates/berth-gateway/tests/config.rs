@@ -1,0 +1,195 @@
+//! Flags, the config file, refusals at start-up, and the flag reference in docs/gateway.md.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+mod common;
+
+use std::time::Duration;
+
+use berth_gateway::cli::Args;
+use berth_gateway::{Gateway, GatewayConfig, GatewayError};
+use clap::{Args as _, FromArgMatches as _};
+
+fn command() -> clap::Command {
+    Args::augment_args(clap::Command::new("serve"))
+}
+
+fn parse(argv: &[&str]) -> Args {
+    let m = command()
+        .try_get_matches_from(std::iter::once("serve").chain(argv.iter().copied()))
+        .unwrap();
+    Args::from_arg_matches(&m).unwrap()
+}
+
+fn refused(argv: &[&str]) -> String {
+    let args = parse(argv).resolve().unwrap();
+    GatewayConfig::from_args(&args).unwrap_err().to_string()
+}
+
+#[test]
+fn every_flag_and_alias_is_in_the_docs() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/gateway.md"
+    ))
+    .unwrap();
+    let mut n = 0;
+    for arg in command().get_arguments() {
+        let names = arg
+            .get_long()
+            .into_iter()
+            .chain(arg.get_all_aliases().unwrap_or_default());
+        for long in names {
+            n += 1;
+            assert!(
+                doc.contains(&format!("`--{long}`")),
+                "docs/gateway.md lacks `--{long}`"
+            );
+        }
+    }
+    assert!(n >= 36, "{n} flags");
+}
+
+#[test]
+fn smg_flag_names_parse() {
+    let a = parse(&[
+        "--worker-urls",
+        "http://a:1",
+        "http://b:2",
+        "--policy",
+        "manual",
+        "--sticky-sessions",
+        "--routing-key-headers",
+        "x-a",
+        "x-b",
+        "--assignment-mode",
+        "min_load",
+        "--eviction-interval",
+        "5",
+        "--max-idle-secs",
+        "60",
+        "--cb-failure-threshold",
+        "4",
+        "--api-key",
+        "k",
+        "--log-level",
+        "debug",
+    ]);
+    assert!(a.routing_key_override);
+    let c = GatewayConfig::from_args(&a).unwrap();
+    assert_eq!(c.worker_urls.len(), 2);
+    assert_eq!(c.router.routing_key_headers, ["x-a", "x-b"]);
+    assert_eq!(c.router.eviction_interval_secs, 5);
+    assert_eq!(c.breaker.failure_threshold, 4);
+    assert!(
+        !format!("{c:?}").contains("\"k\""),
+        "keys never in Debug output"
+    );
+}
+
+#[test]
+fn bad_configuration_is_refused_naming_the_flag() {
+    let w = ["--worker-urls", "http://127.0.0.1:1"];
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["--routing-key-headers", "bad header"],
+            "--routing-key-headers",
+        ),
+        (
+            &["--eviction-interval-secs", "0"],
+            "--eviction-interval-secs",
+        ),
+        (&["--cache-threshold", "1.5"], "--cache-threshold"),
+        (
+            &["--balance-rel-threshold", "0.5"],
+            "--balance-rel-threshold",
+        ),
+        (&["--cb-failure-threshold", "0"], "--cb-failure-threshold"),
+        (
+            &["--health-success-threshold", "0"],
+            "--health-success-threshold",
+        ),
+        (&["--policy", "fastest"], "--policy"),
+        (
+            &["--policy", "manual", "--assignment-mode", "delegate"],
+            "--assignment-mode",
+        ),
+    ];
+    for (extra, flag) in cases {
+        let argv: Vec<&str> = w.iter().chain(extra).copied().collect();
+        let msg = refused(&argv);
+        assert!(msg.contains(flag), "{argv:?}: {msg}");
+    }
+    assert!(refused(&[]).contains("--worker-urls"));
+    assert!(refused(&["--worker-urls", "https://x:1"]).contains("--worker-urls"));
+    // `--eviction-interval-secs 0` is fine with a policy other than cache_aware.
+    let ok = parse(&[
+        "--worker-urls",
+        "http://a:1",
+        "--policy",
+        "manual",
+        "--eviction-interval-secs",
+        "0",
+    ]);
+    assert!(GatewayConfig::from_args(&ok).is_ok());
+}
+
+#[test]
+fn the_config_file_fills_what_the_command_line_leaves_out() {
+    let path = std::env::temp_dir().join(format!("berth-gw-{}.toml", std::process::id()));
+    std::fs::write(
+        &path,
+        "worker-urls = [\"http://f:1\"]\npolicy = \"consistent_hashing\"\nport = 1234\nsticky-sessions = true\nmax-sticky-keys = 7\n",
+    )
+    .unwrap();
+    let p = path.to_str().unwrap();
+    let a = parse(&["--config", p, "--port", "4321"]).resolve().unwrap();
+    assert_eq!(a.port, Some(4321), "command line wins");
+    assert_eq!(a.worker_urls, ["http://f:1"]);
+    assert!(a.routing_key_override);
+    let c = GatewayConfig::from_args(&a).unwrap();
+    assert_eq!(c.router.policy.as_str(), "consistent_hashing");
+    assert_eq!(c.router.max_sticky_keys, 7);
+    std::fs::write(&path, "no-such-flag = 1\n").unwrap();
+    let err = parse(&["--config", p]).resolve().unwrap_err().to_string();
+    assert!(
+        err.contains("--config") && err.contains("no-such-flag"),
+        "{err}"
+    );
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[tokio::test]
+async fn no_reachable_worker_refuses_to_start() {
+    // A port that was bound and released: nothing listens there.
+    let dead = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut c = GatewayConfig::new(vec![format!("http://{dead}")]);
+    c.worker_startup_timeout = Duration::from_millis(300);
+    c.health.timeout = Duration::from_millis(100);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let err = Gateway::builder(c)
+        .listener(listener)
+        .start()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, GatewayError::Startup(_)));
+    assert!(err.to_string().contains("--worker-urls"), "{err}");
+}
+
+#[tokio::test]
+async fn an_unreachable_worker_is_registered_unhealthy() {
+    let w = common::sims(1).await;
+    let spare = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let spare_url = format!("http://{}", spare.local_addr().unwrap());
+    drop(spare);
+    let mut c = common::config(&w);
+    c.worker_urls.push(spare_url.clone());
+    c.worker_startup_timeout = Duration::from_millis(300);
+    let g = common::start(c).await;
+    assert!(!common::healthy(&g.client, &spare_url).await);
+    assert!(common::healthy(&g.client, &w[0].url()).await);
+    g.gw.shutdown().await;
+}

@@ -100,6 +100,12 @@ impl SimWorkerBuilder {
         self
     }
 
+    /// Longest prompt plus generation a request may ask for (longer: 400).
+    pub fn context_length(mut self, tokens: u64) -> Self {
+        self.config.context_length = tokens;
+        self
+    }
+
     /// Tokens generated when a request sets no limit.
     pub fn default_max_tokens(mut self, n: u32) -> Self {
         self.config.default_max_tokens = n;

@@ -46,6 +46,9 @@ pub struct Args {
     /// Requests running at once; the rest queue.
     #[arg(long, default_value_t = 64)]
     pub max_running: usize,
+    /// Longest prompt plus generation a request may ask for; longer requests get 400.
+    #[arg(long, default_value_t = 131_072)]
+    pub context_length: u64,
     /// Tokens generated when a request sets no `max_tokens`.
     #[arg(long, default_value_t = 32)]
     pub default_max_tokens: u32,
@@ -103,6 +106,7 @@ impl Args {
                 )?,
             },
             max_running: self.max_running,
+            context_length: self.context_length,
             default_max_tokens: self.default_max_tokens,
             record_capacity: self.record_capacity,
             faults: Faults {

@@ -20,6 +20,9 @@ pub struct SimConfig {
     pub latency: LatencyModel,
     /// Requests running at once; the rest queue.
     pub max_running: usize,
+    /// Longest prompt plus generation a request may ask for; longer requests get 400, as an
+    /// engine refuses them (this also bounds the work one request can cause).
+    pub context_length: u64,
     /// Tokens generated when a request sets no `max_tokens` (or alias).
     pub default_max_tokens: u32,
     /// Inference requests remembered for inspection (0 disables recording).
@@ -36,6 +39,7 @@ impl Default for SimConfig {
             kv_capacity_tokens: 262_144,
             latency: LatencyModel::default(),
             max_running: 64,
+            context_length: 131_072,
             default_max_tokens: 32,
             record_capacity: 1024,
             faults: Faults::default(),
@@ -84,6 +88,9 @@ impl SimConfig {
         }
         if !(0.0..=1.0).contains(&l.cached_token_cost) {
             return Err(invalid("cached-token-cost", "must be between 0 and 1"));
+        }
+        if self.context_length == 0 {
+            return Err(invalid("context-length", "must be at least 1"));
         }
         if self.max_running == 0 {
             return Err(invalid("max-running", "must be at least 1"));

@@ -73,26 +73,45 @@ const WORDS: [&str; 32] = [
     "jar ", "log ", "nut ", "oak ", "pea ", "rye ", "tin ", "yak ",
 ];
 
-/// The deterministic answer to a prompt: `n` words of 4 bytes, and their tokens.
+/// The deterministic answer to a prompt, produced one 4-byte word (one token) at a time, so a
+/// long stream holds only what it has sent.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    seed: u64,
+}
+
+impl Answer {
+    /// The answer to `prompt`.
+    pub fn new(prompt: &[Token]) -> Self {
+        Self {
+            seed: prompt_seed(prompt),
+        }
+    }
+
+    /// The next word and its token.
+    pub fn next_word(&mut self) -> (&'static str, Token) {
+        // xorshift64: cheap, deterministic, good enough to vary the words.
+        self.seed ^= self.seed << 13;
+        self.seed ^= self.seed >> 7;
+        self.seed ^= self.seed << 17;
+        let word = WORDS[(self.seed % WORDS.len() as u64) as usize];
+        let mut packed = [0u8; 4];
+        packed.copy_from_slice(word.as_bytes());
+        (word, u64::from(u32::from_le_bytes(packed)) | (4 << 32))
+    }
+}
+
+/// The whole deterministic answer to a prompt: `n` words of 4 bytes, and their tokens.
 pub fn generate_output(prompt: &[Token], n: u32) -> (String, Vec<Token>) {
-    let mut seed = prompt_seed(prompt);
+    let mut answer = Answer::new(prompt);
     let mut text = String::with_capacity(n as usize * 4);
     let mut tokens = Vec::with_capacity(n as usize);
     for _ in 0..n {
-        // xorshift64: cheap, deterministic, good enough to vary the words.
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let word = WORDS[(seed % WORDS.len() as u64) as usize];
+        let (word, token) = answer.next_word();
         text.push_str(word);
-        tokenize_into(word, &mut tokens);
+        tokens.push(token);
     }
     (text, tokens)
-}
-
-/// One output word of the answer, for streaming: `generate_output` split per token.
-pub fn word_of(text: &str, index: usize) -> &str {
-    text.get(index * 4..index * 4 + 4).unwrap_or("")
 }
 
 fn prompt_seed(prompt: &[Token]) -> u64 {
@@ -132,8 +151,8 @@ mod tests {
         assert_eq!(tokens.len(), 10);
         assert_eq!(tokenize(&text), tokens);
         assert_eq!(generate_output(&prompt, 10).0, text);
-        assert_eq!(word_of(&text, 9).len(), 4);
-        assert_eq!(word_of(&text, 10), "");
+        let mut answer = Answer::new(&prompt);
+        assert_eq!(answer.next_word().0, &text[..4]);
     }
 
     #[test]

@@ -284,6 +284,31 @@ async fn unknown_models_get_404_and_several_models_are_served() {
 }
 
 #[tokio::test]
+async fn requests_longer_than_the_context_get_400() {
+    let worker = SimWorker::builder()
+        .time_scale(0.0)
+        .context_length(100)
+        .spawn_on_loopback()
+        .await;
+    let http = client();
+    let ask = |max: u32| json!({"prompt": "short ", "max_tokens": max});
+    assert_eq!(
+        post(&http, &worker.url(), "/v1/completions", &ask(90))
+            .await
+            .status,
+        200
+    );
+    let refused = post(&http, &worker.url(), "/v1/completions", &ask(100)).await;
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("maximum context length is 100")
+    );
+}
+
+#[tokio::test]
 async fn received_requests_show_what_was_forwarded() {
     let worker = instant().await;
     let http = client();

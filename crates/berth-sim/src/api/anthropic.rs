@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use super::framing::sim_info;
 use super::generation::{Finish, Generation};
 use super::respond::sse_event;
-use crate::tokenize::word_of;
 
 fn stop_reason(g: &Generation) -> &'static str {
     match g.finish {
@@ -64,10 +63,10 @@ pub(crate) fn head(g: &Generation) -> Vec<Bytes> {
     ]
 }
 
-pub(crate) fn token(g: &Generation, i: usize) -> Bytes {
+pub(crate) fn token(word: &str) -> Bytes {
     sse_event(
         "content_block_delta",
-        &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word_of(&g.text, i)}}),
+        &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word}}),
     )
 }
 

@@ -40,7 +40,7 @@ pub(crate) fn models(shared: &Arc<Shared>) -> SimResponse {
                 "created": shared.started_unix,
                 "owned_by": "sglang",
                 "root": m,
-                "max_model_len": shared.config.kv_capacity_tokens,
+                "max_model_len": shared.config.context_length,
             })
         })
         .collect();
@@ -65,6 +65,7 @@ pub(crate) fn server_info(shared: &Arc<Shared>) -> SimResponse {
             "max_total_num_tokens": shared.config.kv_capacity_tokens,
             "max_total_tokens": shared.config.kv_capacity_tokens,
             "page_size": crate::kv::BLOCK_TOKENS,
+            "context_length": shared.config.context_length,
             "version": concat!("berth-sim-", env!("CARGO_PKG_VERSION")),
             "worker_id": shared.worker_id,
             "internal_states": [{

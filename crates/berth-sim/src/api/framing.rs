@@ -49,13 +49,14 @@ pub(crate) fn stream_head(api: GenApi, g: &Generation) -> Vec<Bytes> {
     }
 }
 
-/// The event carrying token `i`.
-pub(crate) fn stream_token(api: GenApi, g: &Generation, i: usize) -> Bytes {
+/// The event carrying token `i`, whose text is `word` (for `/generate`, `g.text` holds the
+/// cumulative text so far).
+pub(crate) fn stream_token(api: GenApi, g: &Generation, i: usize, word: &str) -> Bytes {
     match api {
-        GenApi::Chat => openai::chat_token(g, i),
-        GenApi::Completion | GenApi::Responses => openai::completion_token(g, i),
+        GenApi::Chat => openai::chat_token(g, word),
+        GenApi::Completion | GenApi::Responses => openai::completion_token(g, word),
         GenApi::Generate => sglang::token(g, i),
-        GenApi::Messages => anthropic::token(g, i),
+        GenApi::Messages => anthropic::token(word),
     }
 }
 

@@ -11,7 +11,7 @@ use http::StatusCode;
 use tokio::sync::mpsc;
 
 use super::framing;
-use super::request::GenRequest;
+use super::request::{GenApi, GenRequest};
 use super::respond::{self, SimResponse};
 use crate::SimError;
 use crate::body::SimBody;
@@ -19,7 +19,7 @@ use crate::engine::Job;
 use crate::faults::Faults;
 use crate::state::{Shared, unix_now};
 use crate::stats::Counters;
-use crate::tokenize::{Token, generate_output};
+use crate::tokenize::{Answer, Token};
 
 /// Why a generation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,11 +60,11 @@ pub(crate) struct Call {
 
 fn describe(call: &Call, job: &Job, text: String, n: u32, finish: Finish) -> Generation {
     let prefix = match call.req.api {
-        super::request::GenApi::Chat => "chatcmpl",
-        super::request::GenApi::Completion => "cmpl",
-        super::request::GenApi::Generate => "gen",
-        super::request::GenApi::Messages => "msg",
-        super::request::GenApi::Responses => "resp",
+        GenApi::Chat => "chatcmpl",
+        GenApi::Completion => "cmpl",
+        GenApi::Generate => "gen",
+        GenApi::Messages => "msg",
+        GenApi::Responses => "resp",
     };
     Generation {
         id: call
@@ -92,7 +92,8 @@ fn limit(call: &Call) -> (u32, Finish) {
     }
 }
 
-async fn start(call: &mut Call) -> Result<(Job, Generation, Vec<Token>), SimError> {
+/// Admits and prefills; the answer's words are produced by the caller.
+async fn start(call: &mut Call) -> Result<(Job, Generation, Answer), SimError> {
     let prompt = std::mem::take(&mut call.req.prompt);
     let mut job = call.shared.engine.admit(&call.model, prompt).await?;
     let c = &call.shared.counters;
@@ -100,9 +101,9 @@ async fn start(call: &mut Call) -> Result<(Job, Generation, Vec<Token>), SimErro
     Counters::bump(&c.cached_tokens, job.cached_tokens());
     job.prefill(call.faults.slowdown).await;
     let (n, finish) = limit(call);
-    let (text, output) = generate_output(job.prompt(), n);
-    let generation = describe(call, &job, text, n, finish);
-    Ok((job, generation, output))
+    let generation = describe(call, &job, String::new(), n, finish);
+    let answer = Answer::new(job.prompt());
+    Ok((job, generation, answer))
 }
 
 fn done(shared: &Shared, job: Job, output: &[Token]) {
@@ -113,7 +114,7 @@ fn done(shared: &Shared, job: Job, output: &[Token]) {
 
 /// Runs a non-streamed generation and frames its whole response.
 pub(crate) async fn whole(mut call: Call) -> SimResponse {
-    let (job, generation, output) = match start(&mut call).await {
+    let (job, mut generation, answer) = match start(&mut call).await {
         Ok(started) => started,
         Err(err) => {
             return respond::error(
@@ -124,8 +125,13 @@ pub(crate) async fn whole(mut call: Call) -> SimResponse {
             );
         }
     };
+    let mut output = Vec::with_capacity(generation.completion_tokens as usize);
+    let mut answer = answer;
     for _ in 0..generation.completion_tokens {
         job.decode_step(call.faults.slowdown).await;
+        let (word, token) = answer.next_word();
+        generation.text.push_str(word);
+        output.push(token);
     }
     done(&call.shared, job, &output);
     let body = framing::whole(call.req.api, &generation);
@@ -171,14 +177,22 @@ async fn produce(mut call: Call, tx: mpsc::Sender<Result<Bytes, SimError>>) {
 }
 
 async fn stream_events(call: &mut Call, out: &mut Sender) -> Result<(), ()> {
-    let (job, generation, output) = start(call).await.map_err(|_| ())?;
+    let (job, mut generation, mut answer) = start(call).await.map_err(|_| ())?;
     let api = call.req.api;
     for event in framing::stream_head(api, &generation) {
         out.send(event).await?;
     }
+    let mut output = Vec::new();
     for i in 0..generation.completion_tokens as usize {
         job.decode_step(call.faults.slowdown).await;
-        out.send(framing::stream_token(api, &generation, i)).await?;
+        let (word, token) = answer.next_word();
+        output.push(token);
+        if api == GenApi::Generate {
+            // SGLang streams the cumulative text; the others only need the new word.
+            generation.text.push_str(word);
+        }
+        out.send(framing::stream_token(api, &generation, i, word))
+            .await?;
     }
     done(&call.shared, job, &output);
     for event in framing::stream_tail(api, &generation) {

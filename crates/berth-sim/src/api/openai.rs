@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use super::framing::{sim_info, usage};
 use super::generation::{Finish, Generation};
 use super::respond::{sse_data, sse_done};
-use crate::tokenize::word_of;
 
 fn finish_reason(g: &Generation) -> &'static str {
     match g.finish {
@@ -50,8 +49,8 @@ pub(crate) fn chat_head(g: &Generation) -> Bytes {
     chat_chunk(g, json!({"role": "assistant", "content": ""}), None)
 }
 
-pub(crate) fn chat_token(g: &Generation, i: usize) -> Bytes {
-    chat_chunk(g, json!({"content": word_of(&g.text, i)}), None)
+pub(crate) fn chat_token(g: &Generation, word: &str) -> Bytes {
+    chat_chunk(g, json!({"content": word}), None)
 }
 
 fn usage_chunk(g: &Generation, object: &str) -> Bytes {
@@ -96,8 +95,8 @@ fn completion_chunk(g: &Generation, text: &str, finish: Option<&str>) -> Bytes {
     }))
 }
 
-pub(crate) fn completion_token(g: &Generation, i: usize) -> Bytes {
-    completion_chunk(g, word_of(&g.text, i), None)
+pub(crate) fn completion_token(g: &Generation, word: &str) -> Bytes {
+    completion_chunk(g, word, None)
 }
 
 pub(crate) fn completion_tail(g: &Generation) -> Vec<Bytes> {

@@ -162,6 +162,17 @@ async fn inference(
                 Ok(r) => r,
                 Err(msg) => return respond::bad_request(&msg),
             };
+            let wanted = req.prompt.len() as u64
+                + u64::from(req.max_tokens.unwrap_or(shared.config.default_max_tokens));
+            if wanted > shared.config.context_length {
+                return respond::bad_request(&format!(
+                    "This model's maximum context length is {} tokens. However, you requested \
+                     {wanted} tokens ({} in the messages, {} in the completion).",
+                    shared.config.context_length,
+                    req.prompt.len(),
+                    wanted - req.prompt.len() as u64,
+                ));
+            }
             let stream = req.stream;
             let call = Call {
                 shared: Arc::clone(shared),

@@ -40,8 +40,7 @@ pub(crate) fn whole(g: &Generation) -> Value {
 
 pub(crate) fn token(g: &Generation, i: usize) -> Bytes {
     let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
-    let text = g.text.get(..(i + 1) * 4).unwrap_or(&g.text);
-    sse_data(&json!({"text": text, "meta_info": meta_info(g, n, n == g.completion_tokens)}))
+    sse_data(&json!({"text": g.text, "meta_info": meta_info(g, n, n == g.completion_tokens)}))
 }
 
 pub(crate) fn tail(g: &Generation) -> Vec<Bytes> {

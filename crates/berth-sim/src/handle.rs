@@ -179,3 +179,6 @@ impl Drop for SimHandle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -79,6 +79,9 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> SimResponse {
         (&Method::GET, "/sim/requests") => control::requests(shared),
         (&Method::DELETE, "/sim/requests") => control::clear_requests(shared),
         (&Method::GET, "/sim/stats") => control::stats(shared),
+        // Lets the crate's own tests check that `SimHandle::join` re-raises handler panics.
+        #[cfg(test)]
+        (&Method::GET, "/sim/test-panic") => panic!("test-only panic route"),
         _ => respond::error(
             StatusCode::NOT_FOUND,
             "NotFoundError",

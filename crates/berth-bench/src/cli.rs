@@ -84,6 +84,9 @@ pub struct Args {
     /// on the rid).
     #[arg(long, default_value_t = 0)]
     pub max_retries: u32,
+    /// Workers behind the gateway, so workers that served nothing count in load max/mean.
+    #[arg(long)]
+    pub expected_workers: Option<u64>,
     /// How requests tell the router their session: dynamo_headers, dynamo_nvext,
     /// smg_routing_key, session_id_header, identity_headers, rid or none.
     #[arg(long, default_value = "none")]

@@ -60,6 +60,8 @@ pub struct BenchConfig {
     pub request_timeout: Option<Duration>,
     /// Retries per turn.
     pub max_retries: u32,
+    /// Workers behind the URL, so idle ones count in load max/mean.
+    pub expected_workers: Option<u64>,
     /// The session-routing mode.
     pub routing: SessionRouting,
     /// Extra body fields.
@@ -191,6 +193,15 @@ impl BenchConfig {
             warmup_requests: a.warmup_requests,
             request_timeout: Some(Duration::from_secs_f64(timeout)),
             max_retries: a.max_retries,
+            expected_workers: match a.expected_workers {
+                Some(0) => {
+                    return Err(BenchError::config(
+                        "--expected-workers",
+                        "must be at least 1",
+                    ));
+                }
+                n => n,
+            },
             routing,
             extra_inputs: parse_extra_inputs(&a.extra_inputs)?,
             artifact_dir: a.artifact_dir.clone(),

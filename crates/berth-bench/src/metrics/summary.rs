@@ -8,8 +8,9 @@
 //! - *stickiness*: among successful turns after a session's first successful turn, the share
 //!   served by the same worker as the session's previous successful turn (both must name one);
 //! - *worker*: `x-smg-routed-worker-id`, else `x-sim-worker-id` (a run straight at a worker);
-//! - *load imbalance*: the busiest worker's request count over the mean across workers that
-//!   served at least one request;
+//! - *load imbalance*: the busiest worker's request count over the mean across the fleet: the
+//!   `--expected-workers` given, or else the workers that served at least one request (a worker
+//!   that got nothing is invisible to the bench unless it is told the fleet size);
 //! - *throughputs*: successful requests and their output tokens over the window from the first
 //!   measured send to the last measured end.
 
@@ -81,7 +82,9 @@ pub struct Summary {
     pub stickiness: Stickiness,
     /// Measured requests per worker.
     pub workers: BTreeMap<String, u64>,
-    /// Busiest worker's count over the mean.
+    /// Workers counted in the mean: `--expected-workers`, or those seen if more.
+    pub fleet_size: u64,
+    /// Busiest worker's count over the mean across `fleet_size` workers.
     pub load_max_over_mean: Option<f64>,
     /// Failures by `status code` (`transport` when no response arrived).
     pub errors: BTreeMap<String, u64>,
@@ -115,8 +118,8 @@ impl TokenSums {
 }
 
 impl Summary {
-    /// Summarizes `records` (any order).
-    pub fn from_records(records: &[RequestRecord]) -> Self {
+    /// Summarizes `records` (any order); `expected_workers` is the fleet size when known.
+    pub fn from_records(records: &[RequestRecord], expected_workers: Option<u64>) -> Self {
         let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
         let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.ok).collect();
         let start = measured
@@ -152,9 +155,10 @@ impl Summary {
         for w in measured.iter().filter_map(|r| r.worker()) {
             *workers.entry(w.to_owned()).or_default() += 1;
         }
+        let fleet_size = expected_workers.unwrap_or(0).max(workers.len() as u64);
         let load_max_over_mean = (!workers.is_empty()).then(|| {
             let max = workers.values().copied().max().unwrap_or(0) as f64;
-            let mean = workers.values().sum::<u64>() as f64 / workers.len() as f64;
+            let mean = workers.values().sum::<u64>() as f64 / fleet_size as f64;
             max / mean
         });
 
@@ -201,6 +205,7 @@ impl Summary {
                 .collect(),
             stickiness: stickiness(records),
             workers,
+            fleet_size,
             load_max_over_mean,
             errors,
         }

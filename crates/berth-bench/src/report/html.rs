@@ -27,13 +27,13 @@ fn pct(v: Option<f64>) -> String {
 pub fn comparison_table(sections: &[Section<'_>]) -> String {
     let mut s = String::from(
         "<table><tr><th>run</th><th>requests ok</th><th>cached-token ratio</th><th>TTFT p50 (ms)</th>\
-         <th>TTFT p99 (ms)</th><th>E2E p50 (ms)</th><th>stickiness</th><th>load max/mean</th><th>errors</th></tr>",
+         <th>TTFT p99 (ms)</th><th>E2E p50 (ms)</th><th>stickiness</th><th>workers used</th><th>load max/mean</th><th>errors</th></tr>",
     );
     for sec in sections {
         let m: &Summary = &sec.output.summary;
         let _ = write!(
             s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td></tr>",
             escape(sec.label),
             m.ok,
             pct(m.cached_ratio),
@@ -41,6 +41,8 @@ pub fn comparison_table(sections: &[Section<'_>]) -> String {
             opt(m.ttft_ms.map(|p| p.p99), 1),
             opt(m.e2e_ms.map(|p| p.p50), 1),
             pct(m.stickiness.ratio),
+            m.workers.len(),
+            m.fleet_size,
             opt(m.load_max_over_mean, 2),
             m.failed
         );

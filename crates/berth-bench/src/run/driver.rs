@@ -76,7 +76,7 @@ pub async fn execute(
         .peak_live_sessions
         .load(std::sync::atomic::Ordering::Relaxed);
     let records = ctx.take_records();
-    let summary = Summary::from_records(&records);
+    let summary = Summary::from_records(&records, ctx.config.expected_workers);
     let ctx = Arc::try_unwrap(ctx)
         .map_err(|_| BenchError::config("internal", "session tasks outlived the run"))?;
     Ok(RunOutput {

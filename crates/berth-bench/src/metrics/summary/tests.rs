@@ -69,7 +69,7 @@ fn cached_ratio_is_token_weighted_and_per_turn() {
         rec("b", 1, "w2", 500, 0),
         unreported,
     ];
-    let s = Summary::from_records(&records);
+    let s = Summary::from_records(&records, None);
     assert_eq!(s.cached_tokens, 250);
     // Unreported cached tokens are left out of the ratio's denominator.
     assert_eq!(s.cached_ratio, Some(250.0 / 1000.0));
@@ -100,11 +100,16 @@ fn load_errors_and_throughput() {
         refused,
         dropped,
     ];
-    let s = Summary::from_records(&records);
+    let s = Summary::from_records(&records, None);
     assert_eq!((s.requests, s.ok, s.failed), (6, 4, 2));
     assert_eq!(s.workers.get("w1"), Some(&3));
     assert_eq!(s.workers.get("w2"), Some(&1));
     assert_eq!(s.load_max_over_mean, Some(1.5));
+    // Told the fleet has 4 workers, two of them idle: mean 1, max 3.
+    let fleet = Summary::from_records(&records, Some(4));
+    assert_eq!((fleet.fleet_size, fleet.load_max_over_mean), (4, Some(3.0)));
+    // A smaller expected fleet than seen is ignored.
+    assert_eq!(Summary::from_records(&records, Some(1)).fleet_size, 2);
     assert_eq!(s.errors.get("400 missing_routing_key"), Some(&1));
     assert_eq!(s.errors.get("transport"), Some(&1));
     assert!((s.duration_s - 0.25).abs() < 1e-9);

@@ -1,0 +1,70 @@
+//! Four simulated workers and a gateway in front of them, all in this process.
+
+use anyhow::Context;
+use berth_gateway::{Gateway, GatewayConfig, GatewayHandle};
+use berth_sim::{SimHandle, SimWorker};
+use tokio::net::TcpListener;
+
+use super::scenario::{Scenario, Workload};
+
+/// Workers per fleet.
+pub(super) const WORKERS: usize = 4;
+
+/// A running fleet.
+#[derive(Debug)]
+pub(super) struct Fleet {
+    workers: Vec<SimHandle>,
+    gateway: GatewayHandle,
+}
+
+impl Fleet {
+    /// Starts the workers, then a gateway configured for `scenario`.
+    pub(super) async fn start(scenario: &Scenario, workload: &Workload) -> anyhow::Result<Self> {
+        let mut workers = Vec::with_capacity(WORKERS);
+        for _ in 0..WORKERS {
+            let listener = TcpListener::bind(("127.0.0.1", 0))
+                .await
+                .context("binding a sim worker")?;
+            let worker = SimWorker::builder()
+                .kv_capacity_tokens(workload.kv_capacity_tokens)
+                .prefill_tokens_per_sec(4_000.0)
+                .cached_token_cost(0.05)
+                .decode_step(std::time::Duration::from_millis(12))
+                .time_scale(workload.time_scale)
+                .max_running(64)
+                .record_capacity(0)
+                .try_spawn(listener)
+                .context("starting a sim worker")?;
+            workers.push(worker);
+        }
+        let args = berth_gateway::cli::Args {
+            worker_urls: workers.iter().map(SimHandle::url).collect(),
+            policy: Some(scenario.policy.to_owned()),
+            routing_key_override: scenario.routing_key_override,
+            ..Default::default()
+        };
+        let config = GatewayConfig::from_args(&args).context("gateway configuration")?;
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .context("binding the gateway")?;
+        let gateway = Gateway::builder(config)
+            .listener(listener)
+            .start()
+            .await
+            .context("starting the gateway")?;
+        Ok(Self { workers, gateway })
+    }
+
+    /// The gateway's URL.
+    pub(super) fn url(&self) -> String {
+        format!("http://{}", self.gateway.addr())
+    }
+
+    /// Stops the gateway, then the workers.
+    pub(super) async fn stop(self) {
+        self.gateway.shutdown().await;
+        for worker in self.workers {
+            worker.shutdown().await;
+        }
+    }
+}

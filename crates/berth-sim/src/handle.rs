@@ -78,6 +78,12 @@ impl SimHandle {
         self.shared.faults.modify(|f| f.slowdown = factor.max(0.0));
     }
 
+    /// Delays the first byte of inference responses by this much wall-clock time (not scaled).
+    pub fn set_first_byte_delay(&self, delay: std::time::Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.shared.faults.modify(|f| f.first_byte_delay_ms = ms);
+    }
+
     /// Aborts responses after this many body chunks (`None`: never).
     pub fn set_drop_after_chunks(&self, chunks: Option<u32>) {
         self.shared.faults.modify(|f| f.drop_after_chunks = chunks);

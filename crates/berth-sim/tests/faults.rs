@@ -79,6 +79,26 @@ async fn hang_holds_requests_before_the_first_byte_until_cleared() {
 }
 
 #[tokio::test]
+async fn first_byte_delay_holds_the_response_at_least_that_long() {
+    let worker = instant().await;
+    worker.set_first_byte_delay(Duration::from_millis(30));
+    let start = std::time::Instant::now();
+    let r = post(
+        &client(),
+        &worker.url(),
+        "/v1/chat/completions",
+        &chat(false),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert!(
+        start.elapsed() >= Duration::from_millis(30),
+        "a lower bound only"
+    );
+    assert_eq!(worker.faults().first_byte_delay_ms, 30);
+}
+
+#[tokio::test]
 async fn slowdown_multiplies_the_simulated_delays() {
     // 1000 prompt tokens at 1000 tok/s, time scale 0.01: 10 ms of prefill; slowed 5x: 50 ms.
     let worker = SimWorker::builder()

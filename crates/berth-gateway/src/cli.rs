@@ -125,6 +125,9 @@ pub struct Args {
     /// berth: seconds in-flight requests get to finish after SIGTERM/SIGINT [default: 30].
     #[arg(long)]
     pub shutdown_grace_period_secs: Option<u64>,
+    /// berth: IO threads serving connections, each with its own runtime [default: one per CPU].
+    #[arg(long)]
+    pub io_threads: Option<usize>,
     /// berth: read flags from this TOML file (same keys as the flags); the command line wins.
     #[arg(long)]
     #[serde(skip)]
@@ -187,6 +190,7 @@ impl Args {
             shutdown_grace_period_secs: self
                 .shutdown_grace_period_secs
                 .or(file.shutdown_grace_period_secs),
+            io_threads: self.io_threads.or(file.io_threads),
             config: self.config,
         }
     }
@@ -292,6 +296,9 @@ impl GatewayConfig {
             &mut c.shutdown_grace,
             args.shutdown_grace_period_secs.map(Duration::from_secs),
         );
+        c.io_threads = args.io_threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
         c.api_key = args.api_key.clone().map(Secret);
         c.admin_api_key = args.admin_api_key.clone().map(Secret);
         let prom_host = args

@@ -109,6 +109,8 @@ pub struct GatewayConfig {
     pub prometheus_addr: Option<SocketAddr>,
     /// How long in-flight requests may run after shutdown starts.
     pub shutdown_grace: Duration,
+    /// Dedicated IO threads (each a single-threaded runtime); 0 serves on the caller's runtime.
+    pub io_threads: usize,
 }
 
 impl GatewayConfig {
@@ -137,6 +139,7 @@ impl GatewayConfig {
             admin_api_key: None,
             prometheus_addr: None,
             shutdown_grace: Duration::from_secs(SHUTDOWN_GRACE_PERIOD_SECS),
+            io_threads: 0,
         }
     }
 

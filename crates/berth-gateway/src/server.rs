@@ -13,7 +13,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
@@ -22,7 +22,7 @@ use crate::error::GatewayError;
 use crate::metrics::Metrics;
 use crate::registry::{self, Registry};
 use crate::routing::Router;
-use crate::state::AppState;
+use crate::state::{AppState, IoCtx};
 use crate::{eviction, service, upstream};
 
 /// Entry point for embedding the gateway.
@@ -112,10 +112,10 @@ impl GatewayBuilder {
         if let Some(l) = metrics_listener {
             background.spawn(serve_metrics(l, state.clone(), stop_rx.clone()));
         }
+        let io = spawn_io(&state, state.config.io_threads, &stop_rx)?;
         let task = tokio::spawn({
-            let state = state.clone();
             async move {
-                accept_loop(listener, state, stop_rx).await;
+                accept_loop(listener, io, stop_rx).await;
                 health.abort();
                 if let Some(e) = evict {
                     e.abort();
@@ -192,23 +192,95 @@ pub async fn serve(
     Ok(())
 }
 
-async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
-    let mut conns = JoinSet::new();
+/// Accepts connections and deals them round robin to the IO loops.
+async fn accept_loop(listener: TcpListener, io: Vec<IoLoop>, mut stop: watch::Receiver<bool>) {
+    let mut next = 0usize;
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _peer)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
-                let state = state.clone();
-                let stop = stop.clone();
-                conns.spawn(serve_connection(stream, state, stop));
+                let Ok(stream) = stream.into_std() else { continue };
+                if io.is_empty() || io[next % io.len()].conns.send(stream).is_err() {
+                    continue;
+                }
+                next = next.wrapping_add(1);
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    drop(listener);
+    for l in io {
+        drop(l.conns);
+        let _ = l.done.await;
+    }
+}
+
+/// One IO loop: where its connections are served, and how to learn it has drained.
+struct IoLoop {
+    conns: mpsc::UnboundedSender<std::net::TcpStream>,
+    done: oneshot::Receiver<()>,
+}
+
+/// Starts the IO loops: `threads` OS threads with a single-threaded runtime each (a connection
+/// and its upstream connections then stay on one thread: no cross-thread wake-ups), or, with
+/// 0, one loop on the caller's runtime.
+fn spawn_io(
+    state: &Arc<AppState>,
+    threads: usize,
+    stop: &watch::Receiver<bool>,
+) -> Result<Vec<IoLoop>, GatewayError> {
+    let mut loops = Vec::new();
+    for i in 0..threads.max(1) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (done_tx, done_rx) = oneshot::channel();
+        let (state, stop) = (state.clone(), stop.clone());
+        if threads == 0 {
+            tokio::spawn(async move {
+                io_loop(rx, state, stop).await;
+                let _ = done_tx.send(());
+            });
+        } else {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            std::thread::Builder::new()
+                .name(format!("berth-io-{i}"))
+                .spawn(move || {
+                    rt.block_on(io_loop(rx, state, stop));
+                    let _ = done_tx.send(());
+                })?;
+        }
+        loops.push(IoLoop {
+            conns: tx,
+            done: done_rx,
+        });
+    }
+    Ok(loops)
+}
+
+async fn io_loop(
+    mut incoming: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    state: Arc<AppState>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let io = Arc::new(IoCtx {
+        client: upstream::client(),
+        state,
+    });
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            stream = incoming.recv() => {
+                let Some(stream) = stream else { break };
+                let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { continue };
+                conns.spawn(serve_connection(stream, io.clone(), stop.clone()));
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
             _ = stop.changed() => break,
         }
     }
-    drop(listener);
-    let grace = state.config.shutdown_grace;
+    let grace = io.state.config.shutdown_grace;
     let drained =
         tokio::time::timeout(grace, async { while conns.join_next().await.is_some() {} }).await;
     if drained.is_err() {
@@ -222,10 +294,10 @@ async fn accept_loop(listener: TcpListener, state: Arc<AppState>, mut stop: watc
 
 async fn serve_connection(
     stream: tokio::net::TcpStream,
-    state: Arc<AppState>,
+    io: Arc<IoCtx>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let svc = service_fn(move |req| service::handle(state.clone(), req));
+    let svc = service_fn(move |req| service::handle(io.clone(), req));
     let conn = http1::Builder::new()
         .keep_alive(true)
         .serve_connection(TokioIo::new(stream), svc);

@@ -14,13 +14,14 @@ use crate::body::ResBody;
 use crate::config::Secret;
 use crate::error::GatewayError;
 use crate::proxy::{Endpoint, proxy};
-use crate::state::AppState;
+use crate::state::{AppState, IoCtx};
 
 /// Serves one request. Never fails: every error is a response.
 pub(crate) async fn handle(
-    state: Arc<AppState>,
+    io: Arc<IoCtx>,
     req: Request<Incoming>,
 ) -> Result<Response<ResBody>, Infallible> {
+    let state = &io.state;
     if let Some(endpoint) = Endpoint::from_path(req.uri().path()) {
         if req.method() != Method::POST {
             return Ok(GatewayError::MethodNotAllowed(req.method().to_string()).to_response());
@@ -28,9 +29,9 @@ pub(crate) async fn handle(
         if !authorized(req.headers(), state.config.api_key.as_ref()) {
             return Ok(GatewayError::Unauthorized.to_response());
         }
-        return Ok(proxy(&state, endpoint, req).await);
+        return Ok(proxy(state, &io.client, endpoint, req).await);
     }
-    Ok(other(&state, req).await.unwrap_or_else(|e| e.to_response()))
+    Ok(other(state, req).await.unwrap_or_else(|e| e.to_response()))
 }
 
 async fn other(

@@ -21,6 +21,14 @@ pub(crate) struct AppState {
     pub(crate) clock: Arc<Clock>,
 }
 
+/// What one IO thread's connections share: the state and that thread's worker client (so a
+/// connection and its upstream connections live on one thread).
+#[derive(Debug)]
+pub(crate) struct IoCtx {
+    pub(crate) state: Arc<AppState>,
+    pub(crate) client: HttpClient,
+}
+
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")

@@ -90,8 +90,22 @@ async fn a_client_that_disconnects_releases_its_inflight_count() {
 
 #[tokio::test]
 async fn shutdown_stops_accepting_and_lets_inflight_requests_finish() {
+    shutdown_drains(0).await;
+}
+
+#[tokio::test]
+async fn dedicated_io_threads_serve_and_drain_the_same() {
+    shutdown_drains(2).await;
+}
+
+async fn shutdown_drains(io_threads: usize) {
     let w = sims(1).await;
-    let g = start(config(&w)).await;
+    let mut c = config(&w);
+    c.io_threads = io_threads;
+    let g = start(c).await;
+    for _ in 0..8 {
+        assert_eq!(g.client.chat(&[], chat_body(None)).await.status, 200);
+    }
     w[0].set_hang(true);
     let client = g.client.clone();
     let inflight = tokio::spawn(async move { client.chat(&[], chat_body(None)).await.status });

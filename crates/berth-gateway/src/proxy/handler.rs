@@ -29,16 +29,17 @@ use crate::routing::{
     is_retryable_status, parse_routing_tokens,
 };
 use crate::state::{AppState, with_rng};
-use crate::upstream::UpBody;
+use crate::upstream::{HttpClient, UpBody};
 
 /// Proxies one generation request; every failure becomes its gateway error response.
 pub(crate) async fn proxy(
     state: &Arc<AppState>,
+    client: &HttpClient,
     endpoint: Endpoint,
     req: Request<Incoming>,
 ) -> Response<ResBody> {
     let start = Instant::now();
-    match forward(state, endpoint, req, start).await {
+    match forward(state, client, endpoint, req, start).await {
         Ok(resp) => resp,
         Err(err) => {
             tracing::debug!(code = err.code().as_str(), error = %err, "request refused");
@@ -78,6 +79,7 @@ impl Held {
 
 async fn forward(
     state: &Arc<AppState>,
+    client: &HttpClient,
     endpoint: Endpoint,
     req: Request<Incoming>,
     start: Instant,
@@ -167,8 +169,7 @@ async fn forward(
             .uri(parts.uri.path_and_query().map_or("/", |pq| pq.as_str()))
             .map_err(|e| GatewayError::BadRequest(e.to_string()))?;
         *up.headers_mut() = headers::forward_request_headers(&parts.headers);
-        let sent =
-            tokio::time::timeout(state.config.request_timeout, state.client.request(up)).await;
+        let sent = tokio::time::timeout(state.config.request_timeout, client.request(up)).await;
         let retry_left = (tried.len() as u32) < state.config.retry_max_retries && held.replayable();
         let failure = match sent {
             Ok(Ok(resp)) => {

@@ -110,7 +110,7 @@ async fn shutdown_drains(io_threads: usize) {
     let client = g.client.clone();
     let inflight = tokio::spawn(async move { client.chat(&[], chat_body(None)).await.status });
     eventually("request reached the worker", || async {
-        w[0].requests() == 1
+        w[0].requests() == 9
     })
     .await;
     let addr = g.gw.addr();

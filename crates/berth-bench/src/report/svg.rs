@@ -136,7 +136,7 @@ fn nice_max(v: f64) -> f64 {
         return 1.0;
     }
     let mag = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+    for m in [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0] {
         if v <= m * mag {
             return m * mag;
         }
@@ -158,7 +158,8 @@ mod tests {
         assert_eq!(b.matches("<rect").count(), 2);
         let s = scatter("t", &[(1.0, 2.0), (3.0, 4.0)], "x", "y");
         assert_eq!(s.matches("<circle").count(), 2);
-        assert_eq!(nice_max(7.3), 10.0);
+        assert_eq!(nice_max(7.3), 8.0);
+        assert_eq!(nice_max(125.0), 150.0);
         assert_eq!(nice_max(0.0), 1.0);
         assert_eq!(nice_max(180.0), 200.0);
     }

@@ -125,7 +125,7 @@ async fn forward(
         .metrics
         .requests
         .get_or_create(&RequestLabels {
-            model: Arc::from(model.unwrap_or("unknown")),
+            model: model_label(&view.models, model),
             endpoint: endpoint.as_str(),
             streaming: match (buffered, inspected.stream) {
                 (false, _) => "unknown",
@@ -288,6 +288,16 @@ fn respond(
             guard: Some(guard),
         })),
     )
+}
+
+/// The model as a metric label, sharing the registry's `Arc` when it is a known model.
+fn model_label(known: &[Arc<str>], model: Option<&str>) -> Arc<str> {
+    let model = model.unwrap_or("unknown");
+    known
+        .iter()
+        .find(|m| ***m == *model)
+        .cloned()
+        .unwrap_or_else(|| Arc::from(model))
 }
 
 fn content_length(headers: &HeaderMap) -> Option<u64> {

@@ -168,8 +168,19 @@ impl Registry {
         worker: &Worker,
         outcome: Outcome,
     ) -> Option<BreakerState> {
+        // A success on a closed breaker with no failures counted changes nothing: skip the lock
+        // (the common case, and the lock is shared by every IO thread).
+        if outcome == Outcome::Success && worker.breaker_clean.load(Ordering::Relaxed) {
+            return None;
+        }
         let now = self.clock.now();
-        let transition = worker.state().breaker.on_outcome(outcome, now)?;
+        let transition = {
+            let mut s = worker.state();
+            let t = s.breaker.on_outcome(outcome, now);
+            let clean = outcome == Outcome::Success && s.breaker.state(now) == BreakerState::Closed;
+            worker.breaker_clean.store(clean, Ordering::Relaxed);
+            t
+        }?;
         tracing::warn!(worker = %worker.url, from = ?transition.from, to = ?transition.to, "circuit breaker transition");
         self.refresh();
         let reopens_at = worker.state().breaker.reopens_at();

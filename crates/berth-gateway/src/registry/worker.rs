@@ -1,5 +1,6 @@
 //! One registered worker.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use http::uri::{Authority, PathAndQuery, Scheme};
@@ -66,6 +67,8 @@ pub(crate) struct Worker {
     pub(crate) url_header: HeaderValue,
     pub(crate) addr: WorkerAddr,
     pub(crate) stats: Arc<WorkerStats>,
+    /// The breaker is closed with no failure counted (a success needs no update).
+    pub(crate) breaker_clean: AtomicBool,
     state: Mutex<WorkerState>,
 }
 
@@ -80,6 +83,7 @@ impl Worker {
             url_header,
             addr,
             stats: Arc::default(),
+            breaker_clean: AtomicBool::new(true),
             state: Mutex::new(state),
         })
     }

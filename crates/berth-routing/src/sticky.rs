@@ -172,7 +172,7 @@ fn set_workers(e: &mut Entry, workers: [u32; 2], in_flight: [u16; 2], snap: &Wor
 }
 
 /// Drops remembered workers that left the fleet; returns how many.
-fn forget_removed(e: &mut Entry, snap: &WorkerSnapshot) -> u64 {
+pub(crate) fn forget_removed(e: &mut Entry, snap: &WorkerSnapshot) -> u64 {
     let mut gone = 0;
     for s in 0..2 {
         if e.workers[s] != NONE && snap.get(WorkerId(e.workers[s])).is_none() {

@@ -10,6 +10,8 @@
 pub(crate) mod slots;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crate::sticky::forget_removed;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use slots::{Entry, NONE, Slots};
@@ -18,6 +20,9 @@ use crate::{WorkerId, WorkerSnapshot};
 
 /// Number of shards (a power of two).
 pub(crate) const SHARDS: usize = 256;
+
+/// Slots one sweep step visits (128 KiB of entries).
+pub(crate) const SWEEP_SLOTS: usize = 4096;
 
 /// Why pins leave the table (the `reason` label of `smg_manual_policy_evictions_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,7 +60,8 @@ pub(crate) struct PinTable {
     count: AtomicUsize,
     /// Most pins; 0 = unbounded.
     max: usize,
-    cursor: AtomicUsize,
+    /// Where the idle sweep resumes: (shard, slot).
+    cursor: Mutex<(usize, usize)>,
     evictions: [AtomicU64; 3],
 }
 
@@ -65,7 +71,7 @@ impl PinTable {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             count: AtomicUsize::new(0),
             max,
-            cursor: AtomicUsize::new(0),
+            cursor: Mutex::new((0, 0)),
             evictions: Default::default(),
         }
     }
@@ -155,40 +161,28 @@ impl PinTable {
         }
     }
 
-    /// Sweeps the next shard: removes pins idle for `max_idle_secs` or more (none when 0) and
-    /// forgets workers that left the fleet. Returns (pins removed as idle, whether this step
-    /// completed a pass over every shard).
+    /// Sweeps the next [`SWEEP_SLOTS`] slots: removes pins idle for `max_idle_secs` or more
+    /// (none when 0; never a pin with requests in flight) and forgets workers that left the
+    /// fleet. Returns (pins removed as idle, whether this step completed a pass over the whole
+    /// table). One step holds one shard's lock for a bounded scan, so a decision never waits
+    /// long for the sweep.
     pub(crate) fn sweep_step(
         &self,
         now: u32,
         max_idle_secs: u32,
         snap: &WorkerSnapshot,
     ) -> (usize, bool) {
-        let i = self.cursor.fetch_add(1, Ordering::Relaxed) % SHARDS;
-        let mut shard = self.shards[i]
+        let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
+        let (shard_ix, start) = *cursor;
+        let mut shard = self.shards[shard_ix]
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let mut gone = 0u64;
-        shard.for_each_mut(|e| {
-            for s in 0..2 {
-                let w = e.workers[s];
-                if w != NONE && snap.get(WorkerId(w)).is_none() {
-                    e.workers[s] = NONE;
-                    e.in_flight[s] = 0;
-                    gone += 1;
-                }
-            }
-            if e.workers[0] == NONE && e.workers[1] != NONE {
-                e.workers.swap(0, 1);
-                e.in_flight.swap(0, 1);
-                if let Some(s) = snap.stats(WorkerId(e.workers[0])) {
-                    s.pin_added();
-                }
-            }
-        });
-        self.count_eviction(EvictionReason::WorkerRemoved, gone);
         let (mut idle, mut emptied) = (0usize, 0usize);
-        shard.retain(
+        let next = shard.sweep_range(
+            start,
+            SWEEP_SLOTS,
+            |e| gone += forget_removed(e, snap),
             |e| {
                 e.workers[0] == NONE
                     || (max_idle_secs > 0
@@ -206,9 +200,21 @@ impl PinTable {
             },
         );
         drop(shard);
+        let finished = match next {
+            Some(slot) => {
+                *cursor = (shard_ix, slot);
+                false
+            }
+            None => {
+                *cursor = ((shard_ix + 1) % SHARDS, 0);
+                shard_ix == SHARDS - 1
+            }
+        };
+        drop(cursor);
         self.removed(idle + emptied);
+        self.count_eviction(EvictionReason::WorkerRemoved, gone);
         self.count_eviction(EvictionReason::Idle, idle as u64);
-        (idle, i == SHARDS - 1)
+        (idle, finished)
     }
 
     /// Recomputes the pin count after removals made under a shard lock.

@@ -196,30 +196,32 @@ impl Slots {
         best.map(|(_, _, i)| self.remove_at(i))
     }
 
-    /// Removes every entry for which `evict` says so; the caller bounds the cost by the shard
-    /// size. Returns the removed entries through `on_removed`.
-    pub(crate) fn retain(
+    /// Visits the slots in `range` (clamped to the capacity): first `prune` may edit each
+    /// entry in place, then entries for which `evict` says so are removed and handed to
+    /// `on_removed`. Returns where the next visit should start (`None` at the end of the table).
+    /// Entries shifted back into the range by a removal are visited too.
+    pub(crate) fn sweep_range(
         &mut self,
+        start: usize,
+        len: usize,
+        mut prune: impl FnMut(&mut Entry),
         mut evict: impl FnMut(&Entry) -> bool,
         mut on_removed: impl FnMut(Entry),
-    ) {
-        let mut i = 0;
-        while i < self.slots.len() {
-            let e = self.slots[i];
-            if e.key != 0 && evict(&e) {
-                on_removed(self.remove_at(i));
-                // slot i now holds a shifted entry (or is empty): look at it again
-            } else {
-                i += 1;
+    ) -> Option<usize> {
+        let end = start.saturating_add(len).min(self.slots.len());
+        let mut i = start;
+        while i < end {
+            if self.slots[i].key != 0 {
+                prune(&mut self.slots[i]);
+                if evict(&self.slots[i]) {
+                    on_removed(self.remove_at(i));
+                    // slot i now holds a shifted entry (or is empty): look at it again
+                    continue;
+                }
             }
+            i += 1;
         }
-    }
-
-    /// Mutable access to every entry, for in-place pruning.
-    pub(crate) fn for_each_mut(&mut self, mut f: impl FnMut(&mut Entry)) {
-        for e in self.slots.iter_mut().filter(|e| e.key != 0) {
-            f(e);
-        }
+        (end < self.slots.len()).then_some(end)
     }
 }
 
@@ -270,7 +272,10 @@ mod tests {
                 t.insert(Entry::new((k << 1) | 1, *k as u32, (*k % 7) as u32));
             }
             let mut removed = 0;
-            t.retain(|e| e.last_used < 3, |_| removed += 1);
+            let mut at = Some(0);
+            while let Some(start) = at {
+                at = t.sweep_range(start, 7, |_| {}, |e| e.last_used < 3, |_| removed += 1);
+            }
             let expect = keys.iter().filter(|k| *k % 7 < 3).count();
             prop_assert_eq!(removed, expect);
             for k in &keys {

@@ -2,7 +2,7 @@
 //! overloaded.
 //!
 //! The "approximate prefix tree" is a chained-hash index: request text (or routing-token
-//! bytes) is cut into [`CHUNK`]-byte pieces, each hashed together with everything before it,
+//! bytes, 4 per token) is cut into [`CHUNK`]-byte pieces, each hashed together with everything before it,
 //! so a chunk hash names a whole prefix. A worker is a tenant of every prefix it was sent.
 //! Matching walks the chunks while some candidate holds the prefix; that is a radix-tree walk
 //! without the pointer chasing, approximate to one chunk. Each tree (one per model) is bounded
@@ -25,7 +25,7 @@ use crate::hashing::U64Map;
 use crate::{Rng, WorkerId, WorkerSnapshot};
 
 /// Bytes per indexed chunk: the granularity of the approximation.
-pub const CHUNK: usize = 16;
+pub const CHUNK: usize = 32;
 
 /// `cache_aware` settings (SMG's flag names and defaults).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,7 +57,8 @@ type SharedIndex = Arc<Mutex<PrefixIndex>>;
 #[derive(Debug)]
 pub(crate) struct CacheAware {
     cfg: CacheAwareConfig,
-    trees: Mutex<HashMap<Option<Arc<str>>, SharedIndex>>,
+    /// Keyed by model name ("" for requests without one).
+    trees: Mutex<HashMap<Box<str>, SharedIndex>>,
 }
 
 impl CacheAware {
@@ -69,12 +70,13 @@ impl CacheAware {
     }
 
     fn tree(&self, model: Option<&str>) -> SharedIndex {
+        let model = model.unwrap_or("");
         let mut trees = self.trees.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(t) = trees.get(&model.map(Arc::from)) {
+        if let Some(t) = trees.get(model) {
             return t.clone();
         }
         trees
-            .entry(model.map(Arc::from))
+            .entry(model.into())
             .or_insert_with(|| Arc::new(Mutex::new(PrefixIndex::new(self.cfg.max_tree_size))))
             .clone()
     }
@@ -146,23 +148,25 @@ impl PrefixIndex {
 
     /// Matched bytes and the candidates holding that longest prefix.
     pub(crate) fn longest_match(&self, text: &[u8], cands: &[WorkerId]) -> (usize, Vec<WorkerId>) {
+        let held = |tenants: &[(WorkerId, u64)]| {
+            tenants.iter().any(|(w, _)| cands.binary_search(w).is_ok())
+        };
         let mut depth = 0;
-        let mut holders: Vec<WorkerId> = Vec::new();
+        let mut deepest: &[(WorkerId, u64)] = &[];
         for h in chunk_hashes(text) {
-            let Some(tenants) = self.nodes.get(&h) else {
-                break;
-            };
-            let here: Vec<WorkerId> = tenants
-                .iter()
-                .map(|(w, _)| *w)
-                .filter(|w| cands.binary_search(w).is_ok())
-                .collect();
-            if here.is_empty() {
-                break;
+            match self.nodes.get(&h) {
+                Some(tenants) if held(tenants) => {
+                    deepest = tenants;
+                    depth += 1;
+                }
+                _ => break,
             }
-            holders = here;
-            depth += 1;
         }
+        let holders = deepest
+            .iter()
+            .map(|(w, _)| *w)
+            .filter(|w| cands.binary_search(w).is_ok())
+            .collect();
         (depth * CHUNK, holders)
     }
 

@@ -56,7 +56,7 @@ impl Default for Faults {
 }
 
 impl Faults {
-    /// Checks ranges; `prefix` is prepended to the flag name in the error (for CLI messages).
+    /// Checks ranges; the error names the command-line flag.
     pub fn validate(&self) -> Result<(), crate::SimError> {
         if !(0.0..=1.0).contains(&self.error_rate) {
             return Err(invalid("error-rate", "must be between 0 and 1"));

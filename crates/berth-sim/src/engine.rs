@@ -72,6 +72,11 @@ impl Engine {
         self.queued_tokens.load(Ordering::Relaxed)
     }
 
+    /// Drops every KV block not used by a running request; returns how many.
+    pub(crate) fn flush_cache(&self) -> usize {
+        self.lock_kv().flush()
+    }
+
     fn lock_kv(&self) -> MutexGuard<'_, KvCache> {
         // A panic while holding the lock leaves a consistent cache (every operation is a few map
         // updates), so a poisoned lock is still usable.

@@ -130,6 +130,15 @@ impl KvCache {
         self.release(hashes, held);
     }
 
+    /// Drops every unpinned block (SGLang's `/flush_cache`); returns how many were dropped.
+    pub fn flush(&mut self) -> usize {
+        let dropped = self.lru.len();
+        for (_, hash) in std::mem::take(&mut self.lru) {
+            self.entries.remove(&hash);
+        }
+        dropped
+    }
+
     fn evict_one(&mut self) -> bool {
         match self.lru.pop_first() {
             Some((_, hash)) => {
@@ -210,6 +219,21 @@ mod tests {
         kv.release(&a, 2);
         kv.insert(&b);
         assert!(kv.contains(b[0]) && kv.contains(b[1]));
+    }
+
+    #[test]
+    fn flush_keeps_only_pinned_blocks() {
+        let mut kv = KvCache::new(1024);
+        let a = block_hashes("m", &toks(32, 1));
+        let b = block_hashes("m", &toks(32, 2));
+        kv.insert(&a);
+        kv.insert(&b);
+        assert_eq!(kv.acquire(&a, 2), 2);
+        assert_eq!(kv.flush(), 2);
+        assert!(kv.contains(a[0]) && kv.contains(a[1]) && !kv.contains(b[0]));
+        kv.release(&a, 2);
+        assert_eq!(kv.flush(), 2);
+        assert_eq!(kv.used_blocks(), 0);
     }
 
     #[test]

@@ -174,3 +174,34 @@ async fn a_full_cache_evicts_the_least_recently_used_conversation() {
     assert_eq!(cached(&send(chat(&a, 4)).await), 0);
     assert!(worker.stats().kv_used_tokens <= 128);
 }
+
+#[tokio::test]
+async fn flush_cache_forgets_every_prefix() {
+    let worker = SimWorker::builder()
+        .time_scale(0.0)
+        .spawn_on_loopback()
+        .await;
+    let http = client();
+    let messages =
+        json!([{"role": "user", "content": "a question long enough to fill blocks ".repeat(4)}]);
+    post(
+        &http,
+        &worker.url(),
+        "/v1/chat/completions",
+        &chat(&messages, 4),
+    )
+    .await;
+    let flushed = post(&http, &worker.url(), "/flush_cache", &json!({})).await;
+    assert_eq!(flushed.status, 200);
+    assert!(flushed.json()["flushed_blocks"].as_u64().unwrap() > 0);
+    let again = post(
+        &http,
+        &worker.url(),
+        "/v1/chat/completions",
+        &chat(&messages, 4),
+    )
+    .await
+    .json();
+    assert_eq!(again["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    assert_eq!(worker.stats().kv_used_tokens % 16, 0);
+}

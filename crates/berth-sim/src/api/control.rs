@@ -70,3 +70,12 @@ pub(crate) fn stats(shared: &Arc<Shared>) -> SimResponse {
         &json!({"worker_id": shared.worker_id, "stats": shared.stats()}),
     )
 }
+
+/// `/flush_cache` (SGLang's, which SMG fans out): drops every KV block not in use.
+pub(crate) fn flush_cache(shared: &Arc<Shared>) -> SimResponse {
+    let blocks = shared.engine.flush_cache();
+    respond::json(
+        StatusCode::OK,
+        &json!({"message": "Cache flushed.", "flushed_blocks": blocks}),
+    )
+}

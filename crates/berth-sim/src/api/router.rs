@@ -71,6 +71,7 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> SimResponse {
         (&Method::GET, "/model_info" | "/get_model_info") => discovery::model_info(shared),
         (&Method::GET, "/v1/loads" | "/get_load") => discovery::loads(shared),
         (&Method::GET, "/metrics") => metrics::render(shared),
+        (&Method::GET | &Method::POST, "/flush_cache") => control::flush_cache(shared),
         (&Method::GET, "/sim/faults") => control::get_faults(shared),
         (&Method::POST, "/sim/faults") => match read_body(body).await {
             Ok(b) => control::set_faults(shared, &b),

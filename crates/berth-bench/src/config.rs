@@ -56,8 +56,8 @@ pub struct BenchConfig {
     /// Leading requests excluded from figures.
     pub warmup_requests: u64,
     /// Per-request timeout.
-    #[serde(serialize_with = "secs")]
-    pub request_timeout: Option<Duration>,
+    #[serde(serialize_with = "secs_f64")]
+    pub request_timeout: Duration,
     /// Retries per turn.
     pub max_retries: u32,
     /// Workers behind the URL, so idle ones count in load max/mean.
@@ -79,6 +79,10 @@ fn secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Er
         Some(d) => s.serialize_f64(d.as_secs_f64()),
         None => s.serialize_none(),
     }
+}
+
+fn secs_f64<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
 }
 
 fn non_negative(flag: &str, v: f64) -> Result<f64, BenchError> {
@@ -191,7 +195,7 @@ impl BenchConfig {
             seed: a.random_seed,
             duration,
             warmup_requests: a.warmup_requests,
-            request_timeout: Some(Duration::from_secs_f64(timeout)),
+            request_timeout: Duration::from_secs_f64(timeout),
             max_retries: a.max_retries,
             expected_workers: match a.expected_workers {
                 Some(0) => {

@@ -40,9 +40,8 @@ pub async fn execute(
     config: BenchConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<RunOutput, BenchError> {
-    let timeout = config.request_timeout.unwrap_or(Duration::from_secs(600));
-    let client = HttpClient::new(&config.url, timeout)?;
-    let ctx = Arc::new(RunContext::new(config, client));
+    let client = HttpClient::new(&config.url, config.request_timeout)?;
+    let ctx = Arc::new(RunContext::new(config.clone(), client));
     let progress = Progress::start(Arc::clone(&ctx));
     let started = Instant::now();
 
@@ -77,10 +76,8 @@ pub async fn execute(
         .load(std::sync::atomic::Ordering::Relaxed);
     let records = ctx.take_records();
     let summary = Summary::from_records(&records, ctx.config.expected_workers);
-    let ctx = Arc::try_unwrap(ctx)
-        .map_err(|_| BenchError::config("internal", "session tasks outlived the run"))?;
     Ok(RunOutput {
-        config: ctx.config,
+        config,
         records,
         summary,
         wall_s: started.elapsed().as_secs_f64(),

@@ -43,7 +43,9 @@ impl Fleet {
             routing_key_override: scenario.routing_key_override,
             ..Default::default()
         };
-        let config = GatewayConfig::from_args(&args).context("gateway configuration")?;
+        let mut config = GatewayConfig::from_args(&args).context("gateway configuration")?;
+        // The demo reads its figures from the bench, not Prometheus: bind no fixed port.
+        config.prometheus_addr = None;
         let listener = TcpListener::bind(("127.0.0.1", 0))
             .await
             .context("binding the gateway")?;

@@ -136,9 +136,9 @@ pub(crate) async fn whole(mut call: Call) -> SimResponse {
     done(&call.shared, job, &output);
     let body = framing::whole(call.req.api, &generation);
     if call.faults.drop_after_chunks.is_some() {
-        respond::json_cut(&body)
+        respond::json_cut(body)
     } else {
-        respond::json(StatusCode::OK, &body)
+        respond::json_bytes(StatusCode::OK, body)
     }
 }
 

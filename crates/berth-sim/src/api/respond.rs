@@ -5,7 +5,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderValue, Response, StatusCode, header};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 
 use crate::body::SimBody;
 
@@ -15,14 +16,20 @@ pub(crate) type SimResponse = Response<SimBody>;
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const SSE: HeaderValue = HeaderValue::from_static("text/event-stream");
 
-/// Serializes a JSON value (cannot fail for `Value`).
-pub(crate) fn to_bytes(value: &Value) -> Bytes {
+/// Serializes to JSON (cannot fail for `Value` or the worker's own wire structs, which have
+/// string keys and no fallible `Serialize`).
+pub(crate) fn to_bytes<T: Serialize + ?Sized>(value: &T) -> Bytes {
     Bytes::from(serde_json::to_vec(value).unwrap_or_default())
 }
 
 /// A JSON response.
-pub(crate) fn json(status: StatusCode, value: &Value) -> SimResponse {
-    with_body(status, JSON, SimBody::full(to_bytes(value)))
+pub(crate) fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> SimResponse {
+    json_bytes(status, to_bytes(value))
+}
+
+/// A JSON response from an already serialized body.
+pub(crate) fn json_bytes(status: StatusCode, body: Bytes) -> SimResponse {
+    with_body(status, JSON, SimBody::full(body))
 }
 
 /// A response with a body and content type.
@@ -39,8 +46,8 @@ pub(crate) fn with_body(
 }
 
 /// A JSON response whose body is cut halfway (headers sent, then the connection aborts).
-pub(crate) fn json_cut(value: &Value) -> SimResponse {
-    with_body(StatusCode::OK, JSON, SimBody::cut(to_bytes(value)))
+pub(crate) fn json_cut(body: Bytes) -> SimResponse {
+    with_body(StatusCode::OK, JSON, SimBody::cut(body))
 }
 
 /// An SSE response fed by a streaming task.
@@ -94,7 +101,7 @@ pub(crate) fn injected(status: u16) -> SimResponse {
 }
 
 /// One SSE event: `data: <json>\n\n`.
-pub(crate) fn sse_data(value: &Value) -> Bytes {
+pub(crate) fn sse_data<T: Serialize + ?Sized>(value: &T) -> Bytes {
     let mut buf = BytesMut::with_capacity(128);
     buf.put_slice(b"data: ");
     buf.put_slice(&serde_json::to_vec(value).unwrap_or_default());
@@ -103,7 +110,7 @@ pub(crate) fn sse_data(value: &Value) -> Bytes {
 }
 
 /// One named SSE event: `event: <name>\ndata: <json>\n\n` (Anthropic framing).
-pub(crate) fn sse_event(name: &str, value: &Value) -> Bytes {
+pub(crate) fn sse_event<T: Serialize + ?Sized>(name: &str, value: &T) -> Bytes {
     let mut buf = BytesMut::with_capacity(160);
     buf.put_slice(b"event: ");
     buf.put_slice(name.as_bytes());

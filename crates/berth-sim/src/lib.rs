@@ -20,6 +20,19 @@
 //! - [`record`], [`stats`]: what the worker received and its counters.
 //!
 //! No state is global: any number of workers run in one process, each owned by its handle.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use berth_sim::SimWorker;
+//!
+//! let worker = SimWorker::builder().worker_id("w1").time_scale(0.0).spawn_on_loopback().await;
+//! assert!(worker.url().starts_with("http://127.0.0.1:"));
+//! worker.set_error_rate(1.0, 503); // every inference request now answers 503
+//! assert_eq!(worker.requests(), 0);
+//! worker.shutdown().await; // re-raises a panic from any request handler
+//! # }
+//! ```
 
 mod api;
 mod body;

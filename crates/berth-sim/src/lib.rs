@@ -18,6 +18,7 @@
 //!   pooling endpoints, discovery, `/metrics`, and `/sim/*` controls.
 //! - `server`, `body`, `state` (private): the accept loop, response bodies, per-worker state.
 //! - [`record`], [`stats`]: what the worker received and its counters.
+//! - `error` (re-exported): [`SimError`], the crate's one error enum.
 //!
 //! No state is global: any number of workers run in one process, each owned by its handle.
 //!

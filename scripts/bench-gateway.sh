@@ -2,7 +2,7 @@
 # Compares the gateway overhead of `berth serve` with nginx and SMG, against the same simulated
 # workers, in one run, on loopback. Small keyed chat requests (max_tokens 1, time scale 0).
 #
-# For each target (direct to a worker, berth, nginx, SMG) it measures:
+# For each target (direct to the workers, berth, nginx, SMG) it measures:
 #   1. peak: closed loop, CONNS connections for DURATION s: requests/s, p50/p99, and the
 #      target process's CPU time per request (utime+stime from /proc, threads and children);
 #   2. paced: the same fixed offered rate (half of berth's peak) for every target: p50/p99,
@@ -130,28 +130,49 @@ ms() { # wrk latency like 1.23ms / 450.00us / 1.2s -> ms
         else if (v ~ /s$/) { sub(/s$/, "", v); print v * 1000 } }'
 }
 
-run() { # name port pid conns pace_ms -> "rps p50 p99 cpu_us_per_req"
-    local name=$1 port=$2 pid=$3 conns=$4 pace=$5 c0 c1 f
-    f="$OUT/wrk-$name-$pace.txt"
+wrk_one() { # port conns pace_ms outfile
+    PACE_MS=$([ "$3" = 0 ] || echo "$3") \
+        wrk -t1 -c"$2" -d"${DURATION}s" --latency -s "$OUT/req.lua" "http://127.0.0.1:$1" >"$4"
+}
+
+run() { # name port pid conns pace_ms -> "rps p50 p99 cpu_us_per_req non2xx"
+    # `direct` splits the connections over both workers (two wrk processes) and sums them;
+    # its p50/p99 are the larger of the two.
+    local name=$1 port=$2 pid=$3 conns=$4 pace=$5 c0 c1 f files
+    f="$OUT/wrk-$name-$pace"
     c0=$([ -n "$pid" ] && cpu_ticks "$pid" || echo 0)
-    PACE_MS=$([ "$pace" = 0 ] || echo "$pace") \
-        wrk -t1 -c"$conns" -d"${DURATION}s" --latency -s "$OUT/req.lua" "http://127.0.0.1:$port" >"$f"
+    if [ "$name" = direct ]; then
+        local half=$(( (conns + 1) / 2 ))
+        wrk_one "$W1" "$half" "$pace" "$f-1.txt" & local a=$!
+        wrk_one "$W2" "$half" "$pace" "$f-2.txt"
+        wait "$a"
+        files="$f-1.txt $f-2.txt"
+    else
+        wrk_one "$port" "$conns" "$pace" "$f.txt"
+        files="$f.txt"
+    fi
     c1=$([ -n "$pid" ] && cpu_ticks "$pid" || echo 0)
-    local reqs rps p50 p99 errs
-    reqs=$(awk '/requests in/ {print $1}' "$f")
-    rps=$(awk '/Requests\/sec/ {print $2}' "$f")
-    p50=$(ms "$(awk '$1 == "50%" {print $2}' "$f")")
-    p99=$(ms "$(awk '$1 == "99%" {print $2}' "$f")")
-    errs=$(awk '/Non-2xx/ {print $NF}' "$f"); errs=${errs:-0}
+    local reqs=0 rps=0 p50=0 p99=0 errs=0 x
+    for x in $files; do
+        reqs=$((reqs + $(awk '/requests in/ {print $1}' "$x")))
+        rps=$(awk -v a="$rps" -v b="$(awk '/Requests\/sec/ {print $2}' "$x")" 'BEGIN { print a + b }')
+        p50=$(awk -v a="$p50" -v b="$(ms "$(awk '$1 == "50%" {print $2}' "$x")")" 'BEGIN { print (b > a ? b : a) }')
+        p99=$(awk -v a="$p99" -v b="$(ms "$(awk '$1 == "99%" {print $2}' "$x")")" 'BEGIN { print (b > a ? b : a) }')
+        errs=$((errs + $(awk '/Non-2xx/ {n = $NF} END {print n + 0}' "$x")))
+    done
     awk -v r="$reqs" -v rps="$rps" -v a="$p50" -v b="$p99" -v c0="$c0" -v c1="$c1" -v hz="$HZ" -v e="$errs" \
-        'BEGIN { printf "%s %s %s %.1f %s\n", rps, a, b, (r > 0 ? (c1 - c0) * 1e6 / hz / r : 0), e }'
+        'BEGIN { printf "%.0f %s %s %.1f %s\n", rps, a, b, (r > 0 ? (c1 - c0) * 1e6 / hz / r : 0), e }'
 }
 
 TARGETS="direct:$W1: berth:$BP:$BERTH_PID nginx:$NP:$NGINX_PID"
 [ -n "$SMG_PID" ] && TARGETS="$TARGETS smg:$SP:$SMG_PID"
 
 echo "warm-up..."
-for t in $TARGETS; do IFS=: read -r n p _ <<<"$t"; wrk -t1 -c"$CONNS" -d2s -s "$OUT/req.lua" "http://127.0.0.1:$p" >/dev/null; done
+for t in $TARGETS; do
+    IFS=: read -r n p _ <<<"$t"
+    [ "$n" = direct ] && p=$W2
+    wrk -t1 -c"$CONNS" -d2s -s "$OUT/req.lua" "http://127.0.0.1:$p" >/dev/null
+done
 
 declare -A PEAK
 printf "\n== peak: wrk -t1 -c%s -d%ss, %s keys ==\n" "$CONNS" "$DURATION" "$KEYS"
@@ -166,8 +187,9 @@ done
 # Paced: half of berth's peak, as PACED_CONNS connections each waiting PACE_MS between requests.
 half=$(awk -v r="${PEAK[berth]%% *}" 'BEGIN { printf "%d", r / 2 }')
 PACE_MS=${PACE_MS:-1}
-pconns=$(awk -v h="$half" -v d="$PACE_MS" 'BEGIN { c = int(h * d / 1000 + 0.5); if (c < 1) c = 1; print c }')
-printf "\n== paced: ~%s req/s offered (%s connections, %s ms between requests each) ==\n" "$half" "$pconns" "$PACE_MS"
+# Each connection sends one request every PACE_MS plus its latency (~0.5 ms): scale up.
+pconns=$(awk -v h="$half" -v d="$PACE_MS" 'BEGIN { c = int(h * (d + 0.5) / 1000 + 0.5); if (c < 1) c = 1; print c }')
+printf "\n== paced: aiming at %s req/s (%s connections, each waiting %s ms between requests) ==\n" "$half" "$pconns" "$PACE_MS"
 printf "%-8s %10s %9s %9s %14s\n" target req/s p50_ms p99_ms added_p99_ms
 direct_p99=
 for t in $TARGETS; do

@@ -14,6 +14,7 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
 use crate::metrics::Metrics;
+use crate::pool::Conn;
 use crate::routing::Lease;
 
 /// The body of every response the gateway sends.
@@ -41,12 +42,21 @@ impl ResBody {
 #[derive(Debug)]
 pub struct RequestGuard {
     pub(crate) lease: Option<Lease>,
+    /// The worker connection: back to the pool on a clean end, closed otherwise.
+    pub(crate) conn: Option<Conn>,
     pub(crate) start: Instant,
     pub(crate) metrics: std::sync::Arc<Metrics>,
     pub(crate) first_byte_seen: bool,
 }
 
 impl RequestGuard {
+    /// The response was read to its end: the connection can serve another request.
+    fn finish(mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.release();
+        }
+    }
+
     fn on_data(&mut self) {
         if !self.first_byte_seen {
             self.first_byte_seen = true;
@@ -73,6 +83,15 @@ pub struct ProxiedBody {
     pub(crate) guard: Option<RequestGuard>,
 }
 
+impl Drop for ProxiedBody {
+    fn drop(&mut self) {
+        // An empty or already-ended body may never be polled to its end by the server.
+        if let (true, Some(g)) = (self.inner.is_end_stream(), self.guard.take()) {
+            g.finish();
+        }
+    }
+}
+
 impl Body for ResBody {
     type Data = Bytes;
     type Error = hyper::Error;
@@ -91,8 +110,13 @@ impl Body for ResBody {
                             g.on_data();
                         }
                     }
-                    // End of stream or upstream error: release now, not when hyper drops us.
-                    Poll::Ready(None) | Poll::Ready(Some(Err(_))) => {
+                    // End of stream: release now, not when hyper drops us.
+                    Poll::Ready(None) => {
+                        if let Some(g) = p.guard.take() {
+                            g.finish();
+                        }
+                    }
+                    Poll::Ready(Some(Err(_))) => {
                         p.guard.take();
                     }
                     Poll::Pending => {}

@@ -11,7 +11,8 @@
 //! - `registry/`: workers, health checks, circuit breakers, the lock-free worker view.
 //! - [`error`]: the one error enum and its one mapping to HTTP.
 //! - [`metrics`]: Prometheus metrics with SMG's names.
-//! - `body.rs`, `upstream.rs`: response and request bodies, the pooled worker client.
+//! - `body.rs`, `upstream.rs`, `pool.rs`: response and request bodies, the worker connections
+//!   of each IO loop, the client for probes.
 //! - `eviction.rs`: the periodic pin sweep; [`clock`]: monotonic time for the routing core.
 //!
 //! Routing itself (keys, pins, policies, breaker and health state machines) is the routing
@@ -27,6 +28,7 @@ pub mod server;
 
 mod admin;
 mod eviction;
+mod pool;
 mod proxy;
 mod registry;
 mod service;

@@ -265,7 +265,7 @@ async fn io_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     let io = Arc::new(IoCtx {
-        client: upstream::client(),
+        pool: Arc::default(),
         state,
     });
     let mut conns = JoinSet::new();

@@ -29,7 +29,7 @@ pub(crate) async fn handle(
         if !authorized(req.headers(), state.config.api_key.as_ref()) {
             return Ok(GatewayError::Unauthorized.to_response());
         }
-        return Ok(proxy(state, &io.client, endpoint, req).await);
+        return Ok(proxy(state, &io.pool, endpoint, req).await);
     }
     Ok(other(state, req).await.unwrap_or_else(|e| e.to_response()))
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::clock::Clock;
 use crate::config::GatewayConfig;
 use crate::metrics::Metrics;
+use crate::pool::Pool;
 use crate::registry::Registry;
 use crate::routing::{Rng, Router};
 use crate::upstream::HttpClient;
@@ -21,12 +22,12 @@ pub(crate) struct AppState {
     pub(crate) clock: Arc<Clock>,
 }
 
-/// What one IO thread's connections share: the state and that thread's worker client (so a
-/// connection and its upstream connections live on one thread).
+/// What one IO thread's connections share: the state and that thread's worker connections (so
+/// a connection and its upstream connections live on one thread).
 #[derive(Debug)]
 pub(crate) struct IoCtx {
     pub(crate) state: Arc<AppState>,
-    pub(crate) client: HttpClient,
+    pub(crate) pool: Arc<Pool>,
 }
 
 impl std::fmt::Debug for AppState {

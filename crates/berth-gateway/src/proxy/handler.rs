@@ -23,23 +23,25 @@ use super::replay::Replayable;
 use crate::body::{ProxiedBody, RequestGuard, ResBody};
 use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, BranchLabels, RequestLabels, SourceLabels, StatusLabels};
+use crate::pool::Conn;
+use crate::pool::Pool;
 use crate::registry::Worker;
 use crate::routing::{
     BodyPath, Decision, Error as RouteError, Leg, Outcome, PolicyKind, RouteRequest, WorkerId,
     is_retryable_status, parse_routing_tokens,
 };
 use crate::state::{AppState, with_rng};
-use crate::upstream::{HttpClient, UpBody};
+use crate::upstream::UpBody;
 
 /// Proxies one generation request; every failure becomes its gateway error response.
 pub(crate) async fn proxy(
     state: &Arc<AppState>,
-    client: &HttpClient,
+    pool: &Arc<Pool>,
     endpoint: Endpoint,
     req: Request<Incoming>,
 ) -> Response<ResBody> {
     let start = Instant::now();
-    match forward(state, client, endpoint, req, start).await {
+    match forward(state, pool, endpoint, req, start).await {
         Ok(resp) => resp,
         Err(err) => {
             tracing::debug!(code = err.code().as_str(), error = %err, "request refused");
@@ -79,7 +81,7 @@ impl Held {
 
 async fn forward(
     state: &Arc<AppState>,
-    client: &HttpClient,
+    pool: &Arc<Pool>,
     endpoint: Endpoint,
     req: Request<Incoming>,
     start: Instant,
@@ -166,13 +168,15 @@ async fn forward(
         *up.method_mut() = parts.method.clone();
         *up.uri_mut() = worker
             .addr
-            .uri(parts.uri.path_and_query().map_or("/", |pq| pq.as_str()))
+            .origin_uri(parts.uri.path_and_query().map_or("/", |pq| pq.as_str()))
             .map_err(|e| GatewayError::BadRequest(e.to_string()))?;
-        *up.headers_mut() = headers::forward_request_headers(&parts.headers);
-        let sent = tokio::time::timeout(state.config.request_timeout, client.request(up)).await;
+        let mut headers = headers::forward_request_headers(&parts.headers);
+        headers.insert(http::header::HOST, worker.host_header.clone());
+        *up.headers_mut() = headers;
+        let sent = tokio::time::timeout(state.config.request_timeout, pool.send(worker, up)).await;
         let retry_left = (tried.len() as u32) < state.config.retry_max_retries && held.replayable();
         let failure = match sent {
-            Ok(Ok(resp)) => {
+            Ok(Ok((resp, conn))) => {
                 let status = resp.status().as_u16();
                 state
                     .metrics
@@ -188,7 +192,7 @@ async fn forward(
                         Outcome::Success
                     };
                     state.registry.report(worker, outcome);
-                    return Ok(respond(state, resp, worker, decision, start));
+                    return Ok(respond(state, resp, conn, worker, decision, start));
                 }
                 state.registry.report(worker, Outcome::Failure);
                 // A retryable status: re-send elsewhere if we can, else pass it through untouched.
@@ -201,11 +205,11 @@ async fn forward(
                         continue;
                     }
                 }
-                return Ok(respond(state, resp, worker, decision, start));
+                return Ok(respond(state, resp, conn, worker, decision, start));
             }
             Ok(Err(e)) => GatewayError::UpstreamConnection {
                 worker: worker.url.to_string(),
-                reason: e.to_string(),
+                reason: e,
             },
             Err(_) => GatewayError::UpstreamTimeout(worker.url.to_string()),
         };
@@ -266,6 +270,7 @@ fn record_decision(state: &AppState, d: &Decision, worker: &Worker, model: Optio
 fn respond(
     state: &Arc<AppState>,
     resp: Response<Incoming>,
+    conn: Conn,
     worker: &Worker,
     decision: Decision,
     start: Instant,
@@ -277,6 +282,7 @@ fn respond(
         .insert(ROUTED_WORKER, worker.url_header.clone());
     let guard = RequestGuard {
         lease: Some(decision.lease),
+        conn: Some(conn),
         start,
         metrics: state.metrics.clone(),
         first_byte_seen: false,

@@ -35,6 +35,30 @@ impl WorkerAddr {
         Ok(Self { authority, prefix })
     }
 
+    /// `host:port` to connect to (port 80 when the URL has none).
+    pub(crate) fn socket_target(&self) -> String {
+        match self.authority.port_u16() {
+            Some(_) => self.authority.as_str().to_owned(),
+            None => format!("{}:80", self.authority.host()),
+        }
+    }
+
+    /// The `Host` header value for requests to this worker.
+    pub(crate) fn host_header(&self) -> Option<HeaderValue> {
+        HeaderValue::from_str(self.authority.as_str()).ok()
+    }
+
+    /// The origin-form URI (path and query) of `path_and_query` on this worker.
+    pub(crate) fn origin_uri(&self, path_and_query: &str) -> Result<Uri, http::Error> {
+        if self.prefix.is_empty() {
+            return Ok(Uri::from(PathAndQuery::try_from(path_and_query)?));
+        }
+        Ok(Uri::from(PathAndQuery::try_from(format!(
+            "{}{path_and_query}",
+            self.prefix
+        ))?))
+    }
+
     /// The URI of `path_and_query` on this worker.
     pub(crate) fn uri(&self, path_and_query: &str) -> Result<Uri, http::Error> {
         let pq: PathAndQuery = if self.prefix.is_empty() {
@@ -65,6 +89,8 @@ pub(crate) struct Worker {
     /// The URL exactly as registered: the `x-smg-routed-worker-id` value and the metric label.
     pub(crate) url: Arc<str>,
     pub(crate) url_header: HeaderValue,
+    /// `Host` for proxied requests.
+    pub(crate) host_header: HeaderValue,
     pub(crate) addr: WorkerAddr,
     pub(crate) stats: Arc<WorkerStats>,
     /// The breaker is closed with no failure counted (a success needs no update).
@@ -77,10 +103,14 @@ impl Worker {
         let addr = WorkerAddr::parse(url)?;
         let url_header = HeaderValue::from_str(url)
             .map_err(|_| format!("`{url}` is not a valid header value"))?;
+        let host_header = addr
+            .host_header()
+            .ok_or_else(|| format!("`{url}` has an invalid host"))?;
         Ok(Self {
             id,
             url: Arc::from(url),
             url_header,
+            host_header,
             addr,
             stats: Arc::default(),
             breaker_clean: AtomicBool::new(true),

@@ -1,0 +1,160 @@
+//! Keep-alive connections to workers, one pool per IO loop.
+//!
+//! hyper's connection-level HTTP/1 client with a small idle list per worker: a request takes an
+//! idle connection (or opens one), and the connection comes back to the list when the response
+//! body has been read to its end. A response abandoned mid-body closes its connection, which is
+//! also how a client disconnect cancels the worker's request. A request that a stale pooled
+//! connection refused before sending anything is re-sent on another connection.
+//!
+//! Compared with hyper-util's pooled client this skips, per request, the connect future built
+//! for racing the checkout, the shared pool lock and the absolute-form URI: the proxy path's
+//! largest cost after the kernel.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+
+use crate::registry::Worker;
+use crate::routing::WorkerId;
+use crate::upstream::UpBody;
+
+/// Idle connections kept per worker.
+const MAX_IDLE_PER_WORKER: usize = 1024;
+/// Time allowed to open a connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One IO loop's connections to every worker.
+#[derive(Debug, Default)]
+pub(crate) struct Pool {
+    idle: Mutex<HashMap<WorkerId, Vec<SendRequest<UpBody>>>>,
+}
+
+/// A connection lent to one request; [`Conn::release`] returns it once the response is read.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    sender: SendRequest<UpBody>,
+    worker: WorkerId,
+    pool: Arc<Pool>,
+}
+
+impl Conn {
+    /// Returns the connection to the idle list (the response body was read to its end).
+    pub(crate) fn release(self) {
+        if self.sender.is_closed() {
+            return;
+        }
+        let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let list = idle.entry(self.worker).or_default();
+        if list.len() < MAX_IDLE_PER_WORKER {
+            list.push(self.sender);
+        }
+    }
+}
+
+impl Pool {
+    fn checkout(&self, worker: WorkerId) -> Option<SendRequest<UpBody>> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let list = idle.get_mut(&worker)?;
+        while let Some(sender) = list.pop() {
+            if !sender.is_closed() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    /// Sends `req` to `worker` on a pooled or new connection.
+    pub(crate) async fn send(
+        self: &Arc<Self>,
+        worker: &Worker,
+        mut req: Request<UpBody>,
+    ) -> Result<(Response<Incoming>, Conn), String> {
+        loop {
+            let (mut sender, reused) = match self.checkout(worker.id) {
+                Some(s) => (s, true),
+                None => (connect(worker).await?, false),
+            };
+            // A just-returned connection may still be finishing the previous exchange.
+            if sender.ready().await.is_err() {
+                if reused {
+                    continue;
+                }
+                return Err("connection closed before the request was sent".to_owned());
+            }
+            match sender.try_send_request(req).await {
+                Ok(resp) => {
+                    let conn = Conn {
+                        sender,
+                        worker: worker.id,
+                        pool: self.clone(),
+                    };
+                    return Ok((resp, conn));
+                }
+                Err(mut e) => match e.take_message() {
+                    // Nothing was written: a stale idle connection. Try another.
+                    Some(unsent) if reused => req = unsent,
+                    _ => return Err(e.into_error().to_string()),
+                },
+            }
+        }
+    }
+}
+
+async fn connect(worker: &Worker) -> Result<SendRequest<UpBody>, String> {
+    let target = worker.addr.socket_target();
+    let stream = tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        tokio::net::TcpStream::connect(target.as_str()),
+    )
+    .await
+    .map_err(|_| format!("connect to {target} timed out"))?
+    .map_err(|e| format!("connect to {target}: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let (sender, conn) = http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+    use crate::registry::Registry;
+
+    #[tokio::test]
+    async fn a_connection_read_to_its_end_is_reused() {
+        let sim = berth_sim::SimWorker::builder()
+            .time_scale(0.0)
+            .spawn_on_loopback()
+            .await;
+        let cfg = crate::GatewayConfig::new(vec![sim.url()]);
+        let registry = Registry::new(cfg.breaker, cfg.health, Arc::default());
+        let worker = registry.add(&sim.url(), Vec::new(), true).unwrap();
+        let pool = Arc::new(Pool::default());
+        for _ in 0..5 {
+            let mut req = Request::get("/v1/models").body(UpBody::Full(None)).unwrap();
+            req.headers_mut()
+                .insert(http::header::HOST, worker.host_header.clone());
+            let (resp, conn) = pool.send(&worker, req).await.unwrap();
+            assert_eq!(resp.status(), 200);
+            resp.into_body().collect().await.unwrap();
+            conn.release();
+        }
+        let idle = pool.idle.lock().unwrap();
+        assert_eq!(
+            idle.get(&worker.id).map(Vec::len),
+            Some(1),
+            "one connection served all five"
+        );
+    }
+}

@@ -34,8 +34,11 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
     /// Multiplies the simulated workers' delays (smaller is faster).
-    #[arg(long, default_value_t = 0.25)]
+    #[arg(long, default_value_t = 0.2)]
     pub(crate) time_scale: f64,
+    /// KV cache capacity of each simulated worker, in tokens (small enough to force eviction).
+    #[arg(long, default_value_t = 8_192)]
+    pub(crate) kv_capacity_tokens: u64,
     /// Where report.html, summary.csv and summary.json go.
     #[arg(long, default_value = "target/berth-demo")]
     pub(crate) artifact_dir: PathBuf,

@@ -99,7 +99,7 @@ impl Workload {
             turns: 6,
             seed: args.seed,
             time_scale: args.time_scale,
-            kv_capacity_tokens: 16_384,
+            kv_capacity_tokens: args.kv_capacity_tokens.max(16),
             system_prompt_words: 200,
             input_words: 80,
             output_tokens: 32,

@@ -10,6 +10,7 @@ async fn demo_runs_every_scenario_and_writes_the_report() {
         sessions: 4,
         seed: 3,
         time_scale: 0.0,
+        kv_capacity_tokens: 16_384,
         artifact_dir: dir.clone(),
         quick: true,
     };

@@ -229,3 +229,29 @@ async fn idle_pins_are_evicted_by_the_sweep() {
     );
     g.gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn max_sticky_keys_caps_the_pin_table() {
+    let w = sims(2).await;
+    let mut c = config(&w);
+    c.router.policy = PolicyKind::Manual;
+    c.router.max_sticky_keys = 2;
+    let g = start(c).await;
+    for k in ["a", "b", "c", "d"] {
+        g.client.keyed(k).await;
+    }
+    let m = metrics(&g.gw).await;
+    assert!(
+        sample(&m, "smg_manual_policy_cache_entries").unwrap() <= 2.0,
+        "{m}"
+    );
+    assert!(
+        sample(
+            &m,
+            r#"smg_manual_policy_evictions_total{reason="capacity"}"#
+        )
+        .unwrap()
+            >= 2.0
+    );
+    g.gw.shutdown().await;
+}

@@ -77,9 +77,10 @@ pub struct WorkerEntry {
 /// An immutable view of the fleet.
 #[derive(Debug, Default)]
 pub struct WorkerSnapshot {
-    /// Entries indexed by position; `slot[id]` maps an id to its position.
+    /// Entries in registration order; `slot[id]` is an id's position (`u32::MAX`: absent).
+    /// Ids are dense, so a vector beats a hash map on the hot path.
     entries: Vec<WorkerEntry>,
-    slot: HashMap<WorkerId, usize>,
+    slot: Vec<u32>,
     /// Available workers per model.
     by_model: HashMap<Arc<str>, Vec<WorkerId>>,
     /// Every available worker.
@@ -91,11 +92,16 @@ pub struct WorkerSnapshot {
 impl WorkerSnapshot {
     /// Builds a snapshot (and its per-model candidate lists and hash ring).
     pub fn new(entries: Vec<WorkerEntry>) -> Self {
-        let mut slot = HashMap::with_capacity(entries.len());
+        let max_id = entries
+            .iter()
+            .map(|e| e.id.0 as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut slot = vec![u32::MAX; max_id];
         let mut by_model: HashMap<Arc<str>, Vec<WorkerId>> = HashMap::new();
         let mut all_available = Vec::new();
         for (i, e) in entries.iter().enumerate() {
-            slot.insert(e.id, i);
+            slot[e.id.0 as usize] = i as u32;
             for m in &e.models {
                 let list = by_model.entry(m.clone()).or_default();
                 if e.available {
@@ -128,7 +134,10 @@ impl WorkerSnapshot {
 
     /// The entry of `id`, if it is still in the fleet.
     pub fn get(&self, id: WorkerId) -> Option<&WorkerEntry> {
-        self.slot.get(&id).map(|&i| &self.entries[i])
+        match self.slot.get(id.0 as usize) {
+            Some(&i) if i != u32::MAX => Some(&self.entries[i as usize]),
+            _ => None,
+        }
     }
 
     /// Whether any worker (available or not) serves `model`.

@@ -212,6 +212,18 @@ impl Args {
         self.log_level.as_deref().unwrap_or("info")
     }
 
+    /// The `tracing` filter for `--log-level`: `debug` and `trace` apply to berth's own crates
+    /// (dependencies stay at `info`, so the `Sticky routing decision` lines are not buried in
+    /// connection-pool chatter); any other value, e.g. a full `EnvFilter` directive, as given.
+    pub fn log_filter(&self) -> String {
+        match self.log_level() {
+            l @ ("debug" | "trace") => {
+                format!("info,berth={l},berth_gateway={l},berth_routing={l}")
+            }
+            other => other.to_owned(),
+        }
+    }
+
     /// The address `--host`/`--port` name.
     pub fn listen_addr(&self) -> Result<SocketAddr, GatewayError> {
         socket_addr(

@@ -47,7 +47,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => {
             // `--config` may set the log flags too, so resolve it before logging starts.
             let args = args.resolve()?;
-            init_logging(args.log_level(), args.log_json);
+            init_logging(&args.log_filter(), args.log_json);
             runtime.block_on(berth_gateway::cli::run(args))?;
         }
         Command::SimWorker(args) => {

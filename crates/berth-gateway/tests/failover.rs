@@ -58,7 +58,18 @@ async fn retries_skip_the_failed_worker_and_pass_through_when_all_fail() {
         assert_eq!(r.status, 200);
         assert_eq!(r.worker().unwrap(), w[1].url());
     }
+    // The body was streamed (round robin reads none) and replayed byte-exact on the retry.
+    let sent = chat_body(None).to_string();
+    assert!(w[1].received().iter().all(|r| r.body == sent.as_bytes()));
+    assert!(w[0].received().iter().all(|r| r.body == sent.as_bytes()));
     let m = metrics(&g.gw).await;
+    assert_eq!(
+        sample(
+            &m,
+            r#"smg_router_request_body_path_total{path="streamed",reason="not_needed"}"#
+        ),
+        Some(6.0)
+    );
     assert!(
         sample(&m, "smg_router_retries_total").unwrap() >= 1.0,
         "{m}"

@@ -1,7 +1,7 @@
 //! Request dispatch: which handler serves a method and path, and who may call it.
 //!
-//! Generation routes need `--api-key` when set; `/workers` needs `--admin-api-key` when set;
-//! `/v1/models` and the health routes stay open.
+//! Generation routes need `--api-key` when set; `/workers` needs `--admin-api-key` (or, without
+//! it, `--api-key`) when set; `/v1/models` and the health routes stay open.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -61,7 +61,7 @@ async fn other(
         }
         "/v1/models" => Ok(models(state)),
         "/workers" | "/workers/" => {
-            if !authorized(req.headers(), state.config.admin_api_key.as_ref()) {
+            if !authorized(req.headers(), admin_key(state)) {
                 return Err(GatewayError::Unauthorized);
             }
             match method {
@@ -71,7 +71,7 @@ async fn other(
             }
         }
         p if p.starts_with("/workers/") => {
-            if !authorized(req.headers(), state.config.admin_api_key.as_ref()) {
+            if !authorized(req.headers(), admin_key(state)) {
                 return Err(GatewayError::Unauthorized);
             }
             if method != Method::DELETE {
@@ -95,6 +95,16 @@ fn models(state: &AppState) -> Response<ResBody> {
         StatusCode::OK,
         &serde_json::json!({"object": "list", "data": data}),
     )
+}
+
+/// The key `/workers` needs: `--admin-api-key`, else `--api-key` (the admin API is never open
+/// while generation is guarded).
+fn admin_key(state: &AppState) -> Option<&Secret> {
+    state
+        .config
+        .admin_api_key
+        .as_ref()
+        .or(state.config.api_key.as_ref())
 }
 
 /// `Authorization: Bearer <key>` matches `key` (or no key is configured).

@@ -152,5 +152,14 @@ async fn inbound_api_key_guards_generation_but_not_models_or_health() {
     );
     assert_eq!(g.client.get("/v1/models", &[]).await.status, 200);
     assert_eq!(g.client.get("/liveness", &[]).await.status, 200);
+    // Without --admin-api-key the admin API takes the --api-key.
+    assert_eq!(g.client.get("/workers", &[]).await.status, 401);
+    assert_eq!(
+        g.client
+            .get("/workers", &[("authorization", b"Bearer s3cret")])
+            .await
+            .status,
+        200
+    );
     g.gw.shutdown().await;
 }

@@ -266,3 +266,21 @@ async fn max_sticky_keys_caps_the_pin_table() {
     );
     g.gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_periodic_sweep_evicts_idle_pins_on_its_own() {
+    let w = sims(2).await;
+    let mut c = config(&w);
+    c.router.policy = PolicyKind::Manual;
+    c.router.max_idle_secs = 5;
+    c.router.eviction_interval_secs = 1;
+    let g = start(c).await;
+    g.client.keyed("idle").await;
+    g.gw.clock().advance(Duration::from_secs(60));
+    let gw = &g.gw;
+    eventually("the eviction task removed the idle pin", || async {
+        sample(&metrics(gw).await, "smg_manual_policy_cache_entries") == Some(0.0)
+    })
+    .await;
+    g.gw.shutdown().await;
+}

@@ -57,6 +57,15 @@ impl Conn {
 }
 
 impl Pool {
+    /// Drops idle connections that are closed or lead to workers no longer registered.
+    pub(crate) fn prune(&self, registered: impl Fn(WorkerId) -> bool) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.retain(|id, list| {
+            list.retain(|s| !s.is_closed());
+            registered(*id) && !list.is_empty()
+        });
+    }
+
     fn checkout(&self, worker: WorkerId) -> Option<SendRequest<UpBody>> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let list = idle.get_mut(&worker)?;

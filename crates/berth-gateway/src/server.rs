@@ -216,6 +216,9 @@ async fn accept_loop(listener: TcpListener, io: Vec<IoLoop>, mut stop: watch::Re
     }
 }
 
+/// How often an IO loop drops idle connections to removed workers.
+const POOL_PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// One IO loop: where its connections are served, and how to learn it has drained.
 struct IoLoop {
     conns: mpsc::UnboundedSender<std::net::TcpStream>,
@@ -269,8 +272,14 @@ async fn io_loop(
         state,
     });
     let mut conns = JoinSet::new();
+    let mut prune = tokio::time::interval(POOL_PRUNE_EVERY);
+    prune.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            _ = prune.tick() => {
+                let view = io.state.registry.view();
+                io.pool.prune(|id| view.worker(id).is_some());
+            }
             stream = incoming.recv() => {
                 let Some(stream) = stream else { break };
                 let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { continue };

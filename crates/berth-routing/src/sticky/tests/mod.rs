@@ -7,8 +7,10 @@ use std::time::Duration;
 mod config;
 mod eviction;
 mod failover;
+mod modes;
 mod properties;
 mod reuse;
+mod spec;
 mod threshold;
 
 use crate::key::HeaderList;

@@ -11,12 +11,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-use crate::proxy::ReplayBody;
+use crate::proxy::{BoxError, ReplayBody};
 
 /// The client every worker request goes through.
 pub(crate) type HttpClient = Client<HttpConnector, UpBody>;
@@ -37,15 +36,13 @@ pub(crate) fn client() -> HttpClient {
 pub(crate) enum UpBody {
     /// Bytes held by the gateway (re-sendable).
     Full(Option<Bytes>),
-    /// The client's body, streamed.
-    Stream(Incoming),
-    /// The client's body, streamed and kept for a possible retry.
-    Replay(ReplayBody),
+    /// The client's body, streamed (and kept for a possible retry, see `proxy/replay.rs`).
+    Stream(ReplayBody),
 }
 
 impl Body for UpBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
@@ -54,7 +51,6 @@ impl Body for UpBody {
         match self.get_mut() {
             Self::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             Self::Stream(s) => Pin::new(s).poll_frame(cx),
-            Self::Replay(r) => Pin::new(r).poll_frame(cx),
         }
     }
 
@@ -62,7 +58,6 @@ impl Body for UpBody {
         match self {
             Self::Full(b) => b.is_none(),
             Self::Stream(s) => s.is_end_stream(),
-            Self::Replay(r) => r.is_end_stream(),
         }
     }
 
@@ -71,7 +66,6 @@ impl Body for UpBody {
             Self::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Self::Full(None) => SizeHint::with_exact(0),
             Self::Stream(s) => s.size_hint(),
-            Self::Replay(r) => r.size_hint(),
         }
     }
 }

@@ -73,6 +73,60 @@ async fn bad_input_gets_its_error_and_the_next_request_is_served() {
 }
 
 #[tokio::test]
+async fn a_chunked_streamed_body_over_the_limit_is_413() {
+    let w = sims(2).await;
+    for retries in [0, 2] {
+        let mut c = config(&w);
+        c.router.policy = PolicyKind::RoundRobin; // bodies stream
+        c.max_payload_size = 1000;
+        c.retry_max_retries = retries;
+        let g = start(c).await;
+        let big = format!(
+            r#"{{"messages":[{{"role":"user","content":"{}"}}]}}"#,
+            "x".repeat(5_000)
+        );
+        let body = Chunks(
+            big.as_bytes()
+                .chunks(500)
+                .map(Bytes::copy_from_slice)
+                .collect(),
+        );
+        let req = http::Request::post(format!("http://{}/v1/chat/completions", g.gw.addr()))
+            .header("content-type", "application/json")
+            .body(body)
+            .unwrap();
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http();
+        let resp = client.request(req).await.unwrap();
+        assert_eq!(resp.status(), 413, "retries {retries}");
+        assert_eq!(resp.headers()["x-smg-error-code"], "payload_too_large");
+        assert_eq!(g.client.chat(&[], chat_body(None)).await.status, 200);
+        let m = metrics(&g.gw).await;
+        assert_eq!(
+            sample(&m, "smg_router_retries_total"),
+            Some(0.0),
+            "the client's fault: no retry"
+        );
+        g.gw.shutdown().await;
+    }
+}
+
+/// A body sent in chunks with no length: hyper sends it chunked.
+struct Chunks(std::collections::VecDeque<Bytes>);
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        std::task::Poll::Ready(self.0.pop_front().map(|b| Ok(http_body::Frame::data(b))))
+    }
+}
+
+#[tokio::test]
 async fn an_invalid_utf8_key_header_under_a_keyed_policy_is_missing_routing_key() {
     let w = sims(2).await;
     let mut c = config(&w);

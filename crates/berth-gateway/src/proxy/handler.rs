@@ -19,7 +19,7 @@ use hyper::body::Incoming;
 use super::Endpoint;
 use super::headers::{self, HeaderMapSource, ROUTED_WORKER, ROUTING_TOKENS};
 use super::inspect::{Inspected, inspect};
-use super::replay::Replayable;
+use super::replay::{CAPTURE_LIMIT, Replayable};
 use crate::body::{ProxiedBody, RequestGuard, ResBody};
 use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, BranchLabels, RequestLabels, SourceLabels, StatusLabels};
@@ -54,10 +54,8 @@ pub(crate) async fn proxy(
 enum Held {
     /// Read whole before routing: re-sendable.
     Buffered(Bytes),
-    /// Streamed, kept for retries up to a limit.
-    Replay(Replayable),
-    /// Streamed once (retries off).
-    Once(Option<Incoming>),
+    /// Streamed (kept for retries up to a limit when retries are on).
+    Stream(Replayable),
 }
 
 impl Held {
@@ -65,16 +63,19 @@ impl Held {
     fn next(&mut self) -> Option<UpBody> {
         match self {
             Self::Buffered(b) => Some(UpBody::Full(Some(b.clone()))),
-            Self::Replay(r) => r.attempt().map(UpBody::Replay),
-            Self::Once(s) => s.take().map(UpBody::Stream),
+            Self::Stream(r) => r.attempt().map(UpBody::Stream),
         }
+    }
+
+    /// The streamed body went over `--max-payload-size` (the client's fault, not the worker's).
+    fn too_large(&self) -> bool {
+        matches!(self, Self::Stream(r) if r.too_large())
     }
 
     fn replayable(&self) -> bool {
         match self {
             Self::Buffered(_) => true,
-            Self::Replay(r) => r.replayable(),
-            Self::Once(_) => false,
+            Self::Stream(r) => r.replayable(),
         }
     }
 }
@@ -111,10 +112,16 @@ async fn forward(
         let want_text = state.config.router.policy == PolicyKind::CacheAware && tokens.is_none();
         let inspected = inspect(&bytes, want_text)?;
         (Held::Buffered(bytes), inspected)
-    } else if state.config.retry_max_retries > 0 {
-        (Held::Replay(Replayable::new(body)), Inspected::default())
     } else {
-        (Held::Once(Some(body)), Inspected::default())
+        let capture = if state.config.retry_max_retries > 0 {
+            CAPTURE_LIMIT
+        } else {
+            0
+        };
+        (
+            Held::Stream(Replayable::new(body, capture, max)),
+            Inspected::default(),
+        )
     };
     let body_model = inspected.model.as_deref();
     if let Some(m) =
@@ -174,6 +181,9 @@ async fn forward(
         headers.insert(http::header::HOST, worker.host_header.clone());
         *up.headers_mut() = headers;
         let sent = tokio::time::timeout(state.config.request_timeout, pool.send(worker, up)).await;
+        if held.too_large() {
+            return Err(GatewayError::PayloadTooLarge(max));
+        }
         let retry_left = (tried.len() as u32) < state.config.retry_max_retries && held.replayable();
         let failure = match sent {
             Ok(Ok((resp, conn))) => {

@@ -3,7 +3,8 @@
 //! - `endpoint.rs`: the closed set of proxied routes.
 //! - `inspect.rs`: reading `rid`, `model`, `stream` and the prompt text out of a buffered body.
 //! - `headers.rs`: what is forwarded (end-to-end headers) and what is not (hop-by-hop, hints).
-//! - `replay.rs`: a streamed body kept (up to a limit) so a retry can re-send it.
+//! - `replay.rs`: a streamed body, counted against the payload limit and kept (up to a limit)
+//!   so a retry can re-send it.
 //! - `handler.rs`: one request: body path, routing decision, forwarding, retries, response.
 
 mod endpoint;
@@ -14,4 +15,4 @@ mod replay;
 
 pub(crate) use endpoint::Endpoint;
 pub(crate) use handler::proxy;
-pub(crate) use replay::ReplayBody;
+pub(crate) use replay::{BoxError, ReplayBody};

@@ -1,11 +1,14 @@
-//! A streamed request body that can still be re-sent on a retry.
+//! A streamed request body: counted against `--max-payload-size`, and re-sendable on a retry.
 //!
 //! When the body path is `streamed` the gateway does not read the body before routing: bytes go
-//! to the worker as the client sends them. To keep retries possible anyway, the frames that pass
-//! through are also kept (up to [`CAPTURE_LIMIT`] bytes). A retry replays the kept frames and
-//! then continues from the client's stream where the failed attempt stopped. A body larger than
-//! the limit is not retried. Each attempt gets a new generation; a stale attempt's body (still
-//! held by a dying connection) ends at once instead of stealing frames from the retry.
+//! to the worker as the client sends them. Two things still need the bytes that pass through:
+//!
+//! - the payload limit: a body without `Content-Length` (chunked) is counted as it streams, and
+//!   one that goes over the limit is cut off and answered with 413;
+//! - retries: the frames sent are also kept (up to `capture_limit` bytes). A retry replays the kept
+//!   frames and then continues from the client's stream where the failed attempt stopped. A body
+//!   larger than the capture limit is not retried. Each attempt gets a new generation; a stale
+//!   attempt's body (still held by a dying connection) ends at once instead of stealing frames.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -18,12 +21,20 @@ use hyper::body::Incoming;
 /// Largest streamed body kept for replay.
 pub(crate) const CAPTURE_LIMIT: usize = 256 * 1024;
 
+/// Error type of request bodies sent to workers.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 #[derive(Debug)]
 struct State {
     source: Option<Incoming>,
     kept: Vec<Bytes>,
     kept_len: usize,
+    capture_limit: usize,
+    /// Nothing more can be replayed (captured too much, or the source failed).
     overflow: bool,
+    pulled: u64,
+    max_len: u64,
+    too_large: bool,
     generation: u32,
 }
 
@@ -32,12 +43,18 @@ struct State {
 pub(crate) struct Replayable(Arc<Mutex<State>>);
 
 impl Replayable {
-    pub(crate) fn new(source: Incoming) -> Self {
+    /// Streams `source`, keeping up to `capture_limit` bytes for retries (0: no retries) and
+    /// cutting it off past `max_len` bytes.
+    pub(crate) fn new(source: Incoming, capture_limit: usize, max_len: usize) -> Self {
         Self(Arc::new(Mutex::new(State {
             source: Some(source),
             kept: Vec::new(),
             kept_len: 0,
-            overflow: false,
+            capture_limit,
+            overflow: capture_limit == 0,
+            pulled: 0,
+            max_len: max_len as u64,
+            too_large: false,
             generation: 0,
         })))
     }
@@ -51,10 +68,15 @@ impl Replayable {
         !self.lock().overflow
     }
 
-    /// A body for the next attempt, or `None` when what was already sent cannot be replayed.
+    /// Whether the body went over the payload limit (the attempt failed because of the client).
+    pub(crate) fn too_large(&self) -> bool {
+        self.lock().too_large
+    }
+
+    /// A body for the next attempt, or `None` when it cannot be (re-)sent.
     pub(crate) fn attempt(&self) -> Option<ReplayBody> {
         let mut s = self.lock();
-        if s.overflow {
+        if s.generation > 0 && s.overflow {
             return None;
         }
         s.generation += 1;
@@ -76,7 +98,7 @@ pub(crate) struct ReplayBody {
 
 impl Body for ReplayBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
@@ -95,28 +117,37 @@ impl Body for ReplayBody {
         let Some(source) = s.source.as_mut() else {
             return Poll::Ready(None);
         };
-        let polled = Pin::new(source).poll_frame(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(data) = frame.data_ref() {
-                    if !s.overflow && s.kept_len + data.len() <= CAPTURE_LIMIT {
-                        s.kept_len += data.len();
-                        s.kept.push(data.clone());
-                        this.pos += 1;
-                    } else {
-                        s.overflow = true;
-                        s.kept = Vec::new();
-                    }
-                }
+        let frame = match Pin::new(source).poll_frame(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(None) => {
+                s.source = None;
+                return Poll::Ready(None);
             }
-            Poll::Ready(None) => s.source = None,
-            Poll::Ready(Some(Err(_))) => {
+            Poll::Ready(Some(Err(e))) => {
                 s.source = None;
                 s.overflow = true;
+                return Poll::Ready(Some(Err(e.into())));
             }
-            Poll::Pending => {}
+            Poll::Ready(Some(Ok(frame))) => frame,
+        };
+        if let Some(data) = frame.data_ref() {
+            s.pulled += data.len() as u64;
+            if s.pulled > s.max_len {
+                s.source = None;
+                s.overflow = true;
+                s.too_large = true;
+                return Poll::Ready(Some(Err("request body exceeds --max-payload-size".into())));
+            }
+            if !s.overflow && s.kept_len + data.len() <= s.capture_limit {
+                s.kept_len += data.len();
+                s.kept.push(data.clone());
+                this.pos += 1;
+            } else {
+                s.overflow = true;
+                s.kept = Vec::new();
+            }
         }
-        polled
+        Poll::Ready(Some(Ok(frame)))
     }
 
     fn size_hint(&self) -> SizeHint {

@@ -282,3 +282,51 @@ async fn body_path_under_the_override_and_with_a_routing_key_header() {
     assert!(!m.contains(r#"path="streamed""#), "{m}");
     g.gw.shutdown().await;
 }
+
+/// SPEC 1: "If nothing would be left, the whole rid is the key. If the resulting key is over
+/// 128 bytes, the rid is ignored and the headers are tried."
+#[tokio::test]
+async fn an_overlong_rid_falls_back_to_the_header_and_an_all_suffix_rid_is_its_own_key() {
+    let w = sims(3).await;
+    let mut c = config(&w);
+    c.router.policy = PolicyKind::Manual;
+    c.router.routing_key_override = true;
+    let g = start(c).await;
+    let long = format!("{}_t1", "a".repeat(129));
+    // No header: the rid is ignored, so `manual` finds no key.
+    let r = g.client.chat(&[], chat_body(Some(&long))).await;
+    assert_eq!(r.error_code().as_deref(), Some("missing_routing_key"));
+    // With a header: the header's key decides, and it is the same pin as the header alone.
+    let home = g.client.keyed("fallback").await;
+    for _ in 0..3 {
+        let r = g
+            .client
+            .chat(
+                &[("x-smg-routing-key", b"fallback")],
+                chat_body(Some(&long)),
+            )
+            .await;
+        assert_eq!(r.worker().unwrap(), home);
+    }
+    let m = metrics(&g.gw).await;
+    assert_eq!(
+        sample(&m, "smg_manual_policy_cache_entries"),
+        Some(1.0),
+        "{m}"
+    );
+    // `_t2` strips to nothing: the whole rid is the key, so the request is keyed and served,
+    // and it shares the pin of a header carrying the same value.
+    let r = g.client.chat(&[], chat_body(Some("_t2"))).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let pinned = r.worker().unwrap();
+    for _ in 0..3 {
+        assert_eq!(g.client.keyed("_t2").await, pinned);
+    }
+    let m = metrics(&g.gw).await;
+    assert_eq!(
+        sample(&m, "smg_manual_policy_cache_entries"),
+        Some(2.0),
+        "{m}"
+    );
+    g.gw.shutdown().await;
+}

@@ -263,3 +263,47 @@ fn a_key_whose_workers_all_left_is_placed_again() {
         );
     }
 }
+
+/// SPEC 2: "every gateway replica that sees the same available workers computes the same
+/// placement": a replica that also knows an unavailable worker, and numbers the workers in
+/// another order, places every key on the same URL.
+#[test]
+fn consistent_hashing_agrees_across_replicas_seeing_the_same_available_workers() {
+    let urls = [
+        "http://10.0.0.1:30000",
+        "http://10.0.0.2:30000",
+        "http://10.0.0.3:30000",
+    ];
+    let entry = |id: u32, url: &str, available: bool| WorkerEntry {
+        id: WorkerId(id),
+        url: url.into(),
+        models: vec![Arc::from("m")],
+        available,
+        stats: Arc::default(),
+    };
+    let a = WorkerSnapshot::new(
+        urls.iter()
+            .enumerate()
+            .map(|(i, u)| entry(i as u32, u, true))
+            .collect(),
+    );
+    let mut b_entries: Vec<WorkerEntry> = urls
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, u)| entry(10 + i as u32, u, true))
+        .collect();
+    b_entries.push(entry(20, "http://10.0.0.9:30000", false));
+    let b = WorkerSnapshot::new(b_entries);
+    let (ra, rb) = (
+        router(PolicyKind::ConsistentHashing, false, None),
+        router(PolicyKind::ConsistentHashing, false, None),
+    );
+    let (mut rng_a, mut rng_b) = (Rng::seeded(1), Rng::seeded(2));
+    for i in 0..200 {
+        let key = format!("session-{i}");
+        let wa = route_key(&ra, &a, &key, &mut rng_a).worker;
+        let wb = route_key(&rb, &b, &key, &mut rng_b).worker;
+        assert_eq!(a.get(wa).unwrap().url, b.get(wb).unwrap().url, "{key}");
+    }
+}

@@ -58,7 +58,7 @@ WORKERS="http://127.0.0.1:$W1 http://127.0.0.1:$W2"
 
 # shellcheck disable=SC2086
 "$BERTH" serve --host 127.0.0.1 --port "$BP" --worker-urls $WORKERS --policy consistent_hashing \
-    --prometheus-port $((BP + 1)) --log-level warn >"$OUT/berth.log" 2>&1 &
+    --prometheus-host 127.0.0.1 --prometheus-port $((BP + 1)) --log-level warn >"$OUT/berth.log" 2>&1 &
 BERTH_PID=$!; PIDS+=($BERTH_PID)
 
 cat >"$OUT/nginx.conf" <<NGINX
@@ -92,7 +92,7 @@ SMG_PID=
 if [ -x "$SMG" ]; then
     # shellcheck disable=SC2086
     "$SMG" launch --host 127.0.0.1 --port "$SP" --worker-urls $WORKERS --policy consistent_hashing \
-        --prometheus-port $((SP + 1)) --log-level warn >"$OUT/smg.log" 2>&1 &
+        --prometheus-host 127.0.0.1 --prometheus-port $((SP + 1)) --log-level warn >"$OUT/smg.log" 2>&1 &
     SMG_PID=$!; PIDS+=($SMG_PID)
 fi
 

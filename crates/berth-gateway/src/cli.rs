@@ -19,7 +19,7 @@ use crate::routing::{AssignmentMode, PolicyKind};
 #[derive(clap::Args, Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct Args {
-    /// Address to listen on [default: 127.0.0.1].
+    /// Address to listen on [default: 0.0.0.0].
     #[arg(long)]
     pub host: Option<String>,
     /// Port to listen on [default: 30000].
@@ -44,7 +44,8 @@ pub struct Args {
     #[arg(long)]
     pub assignment_mode: Option<String>,
     /// Pins unused this long are evicted; 0 disables eviction [default: 14400].
-    #[arg(long)]
+    #[arg(long, alias = "sticky-key-idle-secs")]
+    #[serde(alias = "sticky-key-idle-secs")]
     pub max_idle_secs: Option<u64>,
     /// Seconds between eviction sweeps; 0 disables (refused with cache_aware) [default: 120].
     #[arg(long, alias = "eviction-interval")]
@@ -57,10 +58,12 @@ pub struct Args {
     #[arg(long)]
     pub cache_threshold: Option<f64>,
     /// cache_aware: absolute load gap that triggers load balancing [default: 64].
-    #[arg(long)]
+    #[arg(long, alias = "spill-abs-threshold")]
+    #[serde(alias = "spill-abs-threshold")]
     pub balance_abs_threshold: Option<u32>,
     /// cache_aware: relative load ratio that triggers load balancing [default: 1.5].
-    #[arg(long)]
+    #[arg(long, alias = "spill-rel-threshold")]
+    #[serde(alias = "spill-rel-threshold")]
     pub balance_rel_threshold: Option<f64>,
     /// cache_aware: maximum prefix-tree size per worker [default: 67108864].
     #[arg(long)]
@@ -101,7 +104,7 @@ pub struct Args {
     /// Require `Authorization: Bearer <key>` on generation routes.
     #[arg(long)]
     pub api_key: Option<String>,
-    /// Address of the Prometheus endpoint [default: 127.0.0.1].
+    /// Address of the Prometheus endpoint [default: 0.0.0.0, or :: when --host is IPv6].
     #[arg(long)]
     pub prometheus_host: Option<String>,
     /// Port of the Prometheus endpoint [default: 29000].
@@ -122,7 +125,7 @@ pub struct Args {
     /// berth: require `Authorization: Bearer <key>` on /workers.
     #[arg(long)]
     pub admin_api_key: Option<String>,
-    /// berth: seconds in-flight requests get to finish after SIGTERM/SIGINT [default: 30].
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT [default: 180].
     #[arg(long)]
     pub shutdown_grace_period_secs: Option<u64>,
     /// berth: IO threads serving connections, each with its own runtime [default: one per CPU].
@@ -313,10 +316,12 @@ impl GatewayConfig {
         });
         c.api_key = args.api_key.clone().map(Secret);
         c.admin_api_key = args.admin_api_key.clone().map(Secret);
-        let prom_host = args
-            .prometheus_host
-            .as_deref()
-            .unwrap_or(defaults::PROMETHEUS_HOST);
+        let ipv6 = args.host.as_deref().is_some_and(|h| h.contains(':'));
+        let prom_host = args.prometheus_host.as_deref().unwrap_or(if ipv6 {
+            "::"
+        } else {
+            defaults::PROMETHEUS_HOST
+        });
         let prom_port = args.prometheus_port.unwrap_or(defaults::PROMETHEUS_PORT);
         c.prometheus_addr = Some(
             socket_addr(prom_host, prom_port)

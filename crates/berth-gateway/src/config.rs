@@ -14,8 +14,8 @@ use crate::routing::{Router, RouterOptions};
 
 /// Defaults shared by the CLI help, the docs and [`GatewayConfig::new`].
 pub mod defaults {
-    /// `--host`.
-    pub const HOST: &str = "127.0.0.1";
+    /// `--host` (SMG's: every interface).
+    pub const HOST: &str = "0.0.0.0";
     /// `--port`.
     pub const PORT: u16 = 30000;
     /// `--max-payload-size` (bytes).
@@ -40,12 +40,12 @@ pub mod defaults {
     pub const HEALTH_SUCCESS_THRESHOLD: u32 = 2;
     /// `--worker-startup-timeout-secs`.
     pub const WORKER_STARTUP_TIMEOUT_SECS: u64 = 1800;
-    /// `--prometheus-host`.
-    pub const PROMETHEUS_HOST: &str = "127.0.0.1";
+    /// `--prometheus-host` when `--host` is IPv4 (SMG's: every interface of `--host`'s family).
+    pub const PROMETHEUS_HOST: &str = "0.0.0.0";
     /// `--prometheus-port`.
     pub const PROMETHEUS_PORT: u16 = 29000;
     /// `--shutdown-grace-period-secs`.
-    pub const SHUTDOWN_GRACE_PERIOD_SECS: u64 = 30;
+    pub const SHUTDOWN_GRACE_PERIOD_SECS: u64 = 180;
 }
 
 /// A string that never shows up in `Debug` output or logs (API keys).

@@ -235,3 +235,35 @@ async fn routing_tokens_hint_is_consumed_and_lets_the_body_stream() {
     );
     g.gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_responses_api_pins_by_header_only() {
+    let w = sims(2).await;
+    let mut c = config(&w);
+    c.router.policy = PolicyKind::Manual;
+    c.router.routing_key_override = true;
+    let g = start(c).await;
+    let body =
+        serde_json::json!({"model": "sim-model", "input": "hi", "rid": "conv_t1"}).to_string();
+    let json = ("content-type", &b"application/json"[..]);
+    let r = g
+        .client
+        .send(http::Method::POST, "/v1/responses", &[json], body.clone())
+        .await;
+    assert_eq!(r.status, 400, "a body rid is not a key on /v1/responses");
+    assert_eq!(r.error_code().as_deref(), Some("missing_routing_key"));
+    let r = g
+        .client
+        .send(
+            http::Method::POST,
+            "/v1/responses",
+            &[json, ("x-smg-routing-key", b"conv")],
+            body,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    // The header key `conv` and a chat rid `conv_t2` share one pin.
+    let chat = g.client.chat(&[], chat_body(Some("conv_t2"))).await;
+    assert_eq!(chat.worker(), r.worker());
+    g.gw.shutdown().await;
+}

@@ -330,3 +330,38 @@ async fn an_overlong_rid_falls_back_to_the_header_and_an_all_suffix_rid_is_its_o
     );
     g.gw.shutdown().await;
 }
+
+/// SPEC 2 "Body streaming", observed without metrics: a body the gateway cannot parse is a
+/// gateway `json_parse_error` when it is read, and reaches the worker untouched when it streams.
+/// A valid `x-smg-routing-tokens` hint under `cache_aware` streams it; a routing-key header does
+/// not; the override reads it even with the hint.
+#[tokio::test]
+async fn a_hinted_body_streams_unread_and_a_key_header_does_not_lift_the_read() {
+    let w = sims(2).await;
+    let not_json = "{this is not json";
+    let send = |client: TestClient, header: (&'static str, &'static [u8])| async move {
+        client
+            .send(
+                Method::POST,
+                "/v1/chat/completions",
+                &[("content-type", b"application/json"), header],
+                not_json,
+            )
+            .await
+    };
+    let g = start(config(&w)).await; // cache_aware, override off
+    let r = send(g.client.clone(), ("x-smg-routing-tokens", b"1,2,3")).await;
+    assert_eq!(r.error_code(), None, "the gateway did not read it");
+    assert!(r.worker().is_some(), "the worker answered: {:?}", r.body);
+    let r = send(g.client.clone(), ("x-smg-routing-key", b"k")).await;
+    assert_eq!(r.error_code().as_deref(), Some("json_parse_error"));
+    assert_eq!(r.worker(), None);
+    g.gw.shutdown().await;
+
+    let mut c = config(&w);
+    c.router.routing_key_override = true;
+    let g = start(c).await;
+    let r = send(g.client.clone(), ("x-smg-routing-tokens", b"1,2,3")).await;
+    assert_eq!(r.error_code().as_deref(), Some("json_parse_error"));
+    g.gw.shutdown().await;
+}

@@ -1,6 +1,6 @@
 //! Response bodies: either bytes the gateway made, or a worker's body streamed through.
 //!
-//! A proxied body holds the routing routing `Lease` and a [`RequestGuard`] until
+//! A proxied body holds the routing `Lease` and a [`RequestGuard`] until
 //! it ends or is dropped, so a client that disconnects mid-stream releases its in-flight counts
 //! (per worker and per key) and drops the upstream connection, which cancels the worker's request.
 //! Frames are passed on as they arrive: no added buffering.

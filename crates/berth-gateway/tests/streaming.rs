@@ -127,3 +127,38 @@ async fn shutdown_drains(io_threads: usize) {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_client_that_disconnects_mid_stream_cancels_the_worker_request() {
+    // 1000 tokens at 100 ms each: the worker would stream for 100 s if nobody cancelled.
+    let w = vec![
+        berth_sim::SimWorker::builder()
+            .time_scale(1.0)
+            .decode_step(Duration::from_millis(100))
+            .spawn_on_loopback()
+            .await,
+    ];
+    let g = start(config(&w)).await;
+    let body = serde_json::json!({
+        "model": "sim-model", "stream": true, "max_tokens": 1000,
+        "messages": [{"role": "user", "content": "go on"}]
+    });
+    let req = Request::post(format!("http://{}/v1/chat/completions", g.gw.addr()))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    let client = Client::builder(TokioExecutor::new()).build_http();
+    let resp = client.request(req).await.unwrap();
+    let mut body = resp.into_body();
+    body.frame().await.unwrap().unwrap();
+    assert_eq!(w[0].stats().running, 1);
+    drop(body);
+    drop(client);
+    eventually("the worker stopped the abandoned request", || async {
+        w[0].stats().running == 0
+    })
+    .await;
+    let gauge = format!("smg_worker_requests_active{{worker=\"{}\"}}", w[0].url());
+    assert_eq!(sample(&metrics(&g.gw).await, &gauge), Some(0.0));
+    g.gw.shutdown().await;
+}

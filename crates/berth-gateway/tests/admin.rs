@@ -182,3 +182,44 @@ async fn metrics_report_values_for_keyed_traffic() {
     assert_eq!(v("smg_router_retries_total"), Some(0.0));
     g.gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_worker_added_before_it_answers_joins_with_its_models_once_healthy() {
+    let w = sims(1).await;
+    let mut c = config(&w);
+    c.health.timeout = std::time::Duration::from_millis(300);
+    let g = start(c).await;
+    // Bound but not serving yet: the admin probe times out and the worker is registered unhealthy.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let body = serde_json::json!({ "url": url }).to_string();
+    let added = g.client.send(Method::POST, "/workers", &[], body).await;
+    assert_eq!(added.status, 201);
+    assert_eq!(added.json()["healthy"], false);
+    let late = berth_sim::SimWorker::builder()
+        .model("late-model")
+        .time_scale(0.0)
+        .spawn(listener);
+    eventually("health checks bring it in", || async {
+        healthy(&g.client, &url).await
+    })
+    .await;
+    let client = &g.client;
+    eventually("its models are listed", || async {
+        client.get("/v1/models", &[]).await.json()["data"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 2
+    })
+    .await;
+    let r = g
+        .client
+        .chat(
+            &[],
+            serde_json::json!({"model": "late-model", "messages": []}),
+        )
+        .await;
+    assert_eq!(r.worker().unwrap(), late.url());
+    g.gw.shutdown().await;
+}

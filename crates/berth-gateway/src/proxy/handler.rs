@@ -306,14 +306,13 @@ fn respond(
     )
 }
 
-/// The model as a metric label, sharing the registry's `Arc` when it is a known model.
+/// The model as a metric label: one of the workers' models (sharing the registry's `Arc`), else
+/// `unknown`, so client-chosen strings never become label values.
 fn model_label(known: &[Arc<str>], model: Option<&str>) -> Arc<str> {
-    let model = model.unwrap_or("unknown");
-    known
-        .iter()
-        .find(|m| ***m == *model)
+    model
+        .and_then(|model| known.iter().find(|m| ***m == *model))
         .cloned()
-        .unwrap_or_else(|| Arc::from(model))
+        .unwrap_or_else(|| Arc::from("unknown"))
 }
 
 fn content_length(headers: &HeaderMap) -> Option<u64> {

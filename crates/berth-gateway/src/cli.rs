@@ -128,6 +128,10 @@ pub struct Args {
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT [default: 180].
     #[arg(long)]
     pub shutdown_grace_period_secs: Option<u64>,
+    /// Close a client connection that sends no complete request head for this long, idle
+    /// keep-alive connections included; 0 disables [default: 30].
+    #[arg(long)]
+    pub header_read_timeout_secs: Option<u64>,
     /// berth: IO threads serving connections, each with its own runtime [default: one per CPU].
     #[arg(long)]
     pub io_threads: Option<usize>,
@@ -194,6 +198,9 @@ impl Args {
                 .shutdown_grace_period_secs
                 .or(file.shutdown_grace_period_secs),
             io_threads: self.io_threads.or(file.io_threads),
+            header_read_timeout_secs: self
+                .header_read_timeout_secs
+                .or(file.header_read_timeout_secs),
             config: self.config,
         }
     }
@@ -314,6 +321,9 @@ impl GatewayConfig {
         c.io_threads = args.io_threads.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
+        if let Some(secs) = args.header_read_timeout_secs {
+            c.header_read_timeout = (secs > 0).then(|| Duration::from_secs(secs));
+        }
         c.api_key = args.api_key.clone().map(Secret);
         c.admin_api_key = args.admin_api_key.clone().map(Secret);
         let ipv6 = args.host.as_deref().is_some_and(|h| h.contains(':'));

@@ -44,6 +44,8 @@ pub mod defaults {
     pub const PROMETHEUS_HOST: &str = "0.0.0.0";
     /// `--prometheus-port`.
     pub const PROMETHEUS_PORT: u16 = 29000;
+    /// `--header-read-timeout-secs`.
+    pub const HEADER_READ_TIMEOUT_SECS: u64 = 30;
     /// `--shutdown-grace-period-secs`.
     pub const SHUTDOWN_GRACE_PERIOD_SECS: u64 = 180;
 }
@@ -111,6 +113,9 @@ pub struct GatewayConfig {
     pub shutdown_grace: Duration,
     /// Dedicated IO threads (each a single-threaded runtime); 0 serves on the caller's runtime.
     pub io_threads: usize,
+    /// Close a client connection whose request head (or, when idle, whose next request) does
+    /// not arrive within this time; `None` never closes it.
+    pub header_read_timeout: Option<Duration>,
 }
 
 impl GatewayConfig {
@@ -140,6 +145,7 @@ impl GatewayConfig {
             prometheus_addr: None,
             shutdown_grace: Duration::from_secs(SHUTDOWN_GRACE_PERIOD_SECS),
             io_threads: 0,
+            header_read_timeout: Some(Duration::from_secs(HEADER_READ_TIMEOUT_SECS)),
         }
     }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
@@ -312,8 +312,13 @@ async fn serve_connection(
     io: Arc<IoCtx>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let header_timeout = io.state.config.header_read_timeout;
     let svc = service_fn(move |req| service::handle(io.clone(), req));
-    let conn = http1::Builder::new()
+    let mut builder = http1::Builder::new();
+    if let Some(t) = header_timeout {
+        builder.timer(TokioTimer::new()).header_read_timeout(t);
+    }
+    let conn = builder
         .keep_alive(true)
         .serve_connection(TokioIo::new(stream), svc);
     tokio::pin!(conn);

@@ -217,3 +217,24 @@ async fn inbound_api_key_guards_generation_but_not_models_or_health() {
     );
     g.gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_request_head_is_disconnected() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let w = sims(1).await;
+    let mut c = config(&w);
+    c.header_read_timeout = Some(std::time::Duration::from_millis(200));
+    let g = start(c).await;
+    let mut s = tokio::net::TcpStream::connect(g.gw.addr()).await.unwrap();
+    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), s.read(&mut buf)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "closed by the gateway: {read:?}"
+    );
+    assert_eq!(g.client.chat(&[], chat_body(None)).await.status, 200);
+    g.gw.shutdown().await;
+}

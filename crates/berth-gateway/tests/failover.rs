@@ -284,3 +284,39 @@ async fn the_periodic_sweep_evicts_idle_pins_on_its_own() {
     .await;
     g.gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_open_breaker_lets_trial_requests_through_and_closes_on_success() {
+    let w = sims(2).await;
+    let mut c = config(&w);
+    c.router.policy = PolicyKind::RoundRobin;
+    c.retry_max_retries = 0;
+    c.breaker.failure_threshold = 1;
+    c.breaker.success_threshold = 1;
+    c.breaker.open_timeout = Duration::from_millis(300);
+    c.health.interval = Duration::from_secs(3600);
+    let g = start(c).await;
+    w[0].set_error_rate(1.0, 500);
+    for _ in 0..4 {
+        g.client.chat(&[], chat_body(None)).await;
+    }
+    let state = |client: TestClient| async move {
+        let list = client.get("/workers", &[]).await.json();
+        list["workers"][0]["circuit_breaker"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(state(g.client.clone()).await, "open");
+    w[0].clear_faults();
+    let client = g.client.clone();
+    eventually("a trial request closed the breaker", || {
+        let client = client.clone();
+        async move {
+            client.chat(&[], chat_body(None)).await;
+            state(client).await == "closed"
+        }
+    })
+    .await;
+    g.gw.shutdown().await;
+}

@@ -293,7 +293,7 @@ async fn an_open_breaker_lets_trial_requests_through_and_closes_on_success() {
     c.retry_max_retries = 0;
     c.breaker.failure_threshold = 1;
     c.breaker.success_threshold = 1;
-    c.breaker.open_timeout = Duration::from_millis(300);
+    c.breaker.open_timeout = Duration::from_secs(2); // long enough to see "open" under load
     c.health.interval = Duration::from_secs(3600);
     let g = start(c).await;
     w[0].set_error_rate(1.0, 500);

@@ -27,12 +27,12 @@ fn stream_request(addr: std::net::SocketAddr) -> Request<Full<Bytes>> {
 
 #[tokio::test]
 async fn the_first_chunk_arrives_before_the_worker_finishes() {
-    // A worker that decodes slowly (50 ms a token) and dies after two SSE events: a gateway that
+    // A worker that decodes slowly (200 ms a token) and dies after two SSE events: a gateway that
     // buffered the response would have nothing to show; one that streams has delivered them.
     let w = vec![
         berth_sim::SimWorker::builder()
             .time_scale(1.0)
-            .decode_step(Duration::from_millis(50))
+            .decode_step(Duration::from_millis(200))
             .spawn_on_loopback()
             .await,
     ];

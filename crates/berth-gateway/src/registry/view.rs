@@ -17,6 +17,8 @@ use crate::routing::{
 
 /// A tracker for a new worker: healthy, or (when its start-up probes failed) unhealthy, so it
 /// needs `success_threshold` good probes to come in.
+// CORE-REQUEST: a `HealthTracker` constructor that starts unhealthy (workers that missed their
+// start-up probes); until then it is fed `failure_threshold` failed probes.
 fn start_health(settings: &HealthSettings, healthy: bool) -> HealthTracker {
     let mut h = HealthTracker::new(settings.failure_threshold, settings.success_threshold);
     if !healthy {

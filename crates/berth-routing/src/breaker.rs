@@ -59,7 +59,7 @@ impl BreakerState {
 pub enum Outcome {
     /// The worker answered (any status it is not blamed for).
     Success,
-    /// Connection error, timeout or a retryable 5xx.
+    /// Connection error, timeout or a 5xx answer.
     Failure,
 }
 

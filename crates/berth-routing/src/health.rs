@@ -14,10 +14,16 @@ pub struct HealthTracker {
 impl HealthTracker {
     /// A tracker starting healthy (thresholds are clamped to at least 1).
     pub fn new(failure_threshold: u32, success_threshold: u32) -> Self {
+        Self::starting(true, failure_threshold, success_threshold)
+    }
+
+    /// A tracker starting in the given state: a worker that failed its start-up probes starts
+    /// unhealthy and needs `success_threshold` good probes to join.
+    pub fn starting(healthy: bool, failure_threshold: u32, success_threshold: u32) -> Self {
         Self {
             failure_threshold: failure_threshold.max(1),
             success_threshold: success_threshold.max(1),
-            healthy: true,
+            healthy,
             streak: 0,
         }
     }
@@ -68,5 +74,13 @@ mod tests {
         assert_eq!(h.on_probe(true), None);
         assert_eq!(h.on_probe(true), Some(true));
         assert!(h.is_healthy());
+    }
+
+    #[test]
+    fn can_start_unhealthy() {
+        let mut h = HealthTracker::starting(false, 3, 2);
+        assert!(!h.is_healthy());
+        assert_eq!(h.on_probe(true), None);
+        assert_eq!(h.on_probe(true), Some(true));
     }
 }

@@ -134,8 +134,14 @@ impl WorkerSnapshot {
 
     /// The entry of `id`, if it is still in the fleet.
     pub fn get(&self, id: WorkerId) -> Option<&WorkerEntry> {
+        self.position(id).map(|i| &self.entries[i])
+    }
+
+    /// The position of `id` in [`Self::entries`] (registration order), so a caller that keeps
+    /// its own per-worker handles in the same order can find them without searching.
+    pub fn position(&self, id: WorkerId) -> Option<usize> {
         match self.slot.get(id.0 as usize) {
-            Some(&i) if i != u32::MAX => Some(&self.entries[i as usize]),
+            Some(&i) if i != u32::MAX => Some(i as usize),
             _ => None,
         }
     }

@@ -13,6 +13,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start-up and consumed at once: boxing the larger variants would save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the gateway in front of inference workers.

@@ -17,16 +17,12 @@ use crate::routing::{
 
 /// A tracker for a new worker: healthy, or (when its start-up probes failed) unhealthy, so it
 /// needs `success_threshold` good probes to come in.
-// CORE-REQUEST: a `HealthTracker` constructor that starts unhealthy (workers that missed their
-// start-up probes); until then it is fed `failure_threshold` failed probes.
 fn start_health(settings: &HealthSettings, healthy: bool) -> HealthTracker {
-    let mut h = HealthTracker::new(settings.failure_threshold, settings.success_threshold);
-    if !healthy {
-        for _ in 0..settings.failure_threshold.max(1) {
-            h.on_probe(false);
-        }
-    }
-    h
+    HealthTracker::starting(
+        healthy,
+        settings.failure_threshold,
+        settings.success_threshold,
+    )
 }
 
 /// What the request path sees: the core's snapshot plus the gateway's worker handles.
@@ -43,9 +39,12 @@ pub(crate) struct View {
 }
 
 impl View {
-    /// The worker with this id.
+    /// The worker with this id (`workers` is in the snapshot's order).
     pub(crate) fn worker(&self, id: WorkerId) -> Option<&Arc<Worker>> {
-        self.workers.iter().find(|w| w.id == id)
+        self.snapshot
+            .position(id)
+            .and_then(|i| self.workers.get(i))
+            .filter(|w| w.id == id)
     }
 }
 

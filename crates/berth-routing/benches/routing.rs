@@ -93,6 +93,15 @@ fn bench_sticky_hit(c: &mut Criterion) {
             })
         });
     }
+    // The same decision on one key that stays in cache: the decision's own cost, without the
+    // memory latency of a random key among 1M.
+    let s = fleet(16);
+    let r = sticky_router(PolicyKind::Manual, None, 0);
+    let mut rng = Rng::seeded(1);
+    warm(&r, &s, &ks, &mut rng);
+    g.bench_function("hot_key_16", |b| {
+        b.iter(|| black_box(route(&r, &s, &ks[42], None, Duration::ZERO, &mut rng)))
+    });
     // Baseline: a string-keyed map under one lock, as SMG's manual policy keeps it.
     let map: Mutex<HashMap<String, String>> = Mutex::new(
         ks.iter()

@@ -16,12 +16,9 @@ pub enum ClientError {
         /// The policy that needs the key.
         policy: RouterPolicy,
     },
-    /// A policy name that this library does not know.
-    #[error(
-        "unknown router policy `{0}` (known: random, round_robin, power_of_two, cache_aware, \
-         consistent_hashing, manual)"
-    )]
-    UnknownPolicy(String),
+    /// A policy name the routing core does not know (or another refusal of the core's).
+    #[error(transparent)]
+    Routing(#[from] berth_routing::Error),
     /// A request id base that cannot carry lineage.
     #[error("invalid request id base `{base}`: {reason}")]
     InvalidRequestId {

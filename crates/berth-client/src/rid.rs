@@ -92,7 +92,8 @@ impl fmt::Display for TurnId {
 }
 
 /// The key a gateway derives from a rid (SPEC.md section 1): remove one `_r<digits>` suffix,
-/// then one `_t<digits>` suffix; if nothing would be left, the whole rid is the key.
+/// then one `_t<digits>` suffix; if nothing would be left, the whole rid is the key. This is
+/// the gateway's own function, re-exported, so client and gateway cannot disagree.
 ///
 /// ```
 /// use berth_client::strip_lineage;
@@ -101,28 +102,7 @@ impl fmt::Display for TurnId {
 /// assert_eq!(strip_lineage("conv_r3"), "conv");
 /// assert_eq!(strip_lineage("_t2"), "_t2");
 /// ```
-pub fn strip_lineage(rid: &str) -> &str {
-    let stripped = strip_suffix(strip_suffix(rid, b'r'), b't');
-    if stripped.is_empty() { rid } else { stripped }
-}
-
-fn strip_suffix(s: &str, tag: u8) -> &str {
-    let bytes = s.as_bytes();
-    let digits = bytes
-        .iter()
-        .rev()
-        .take_while(|b| b.is_ascii_digit())
-        .count();
-    if digits == 0 || bytes.len() < digits + 2 {
-        return s;
-    }
-    let at = bytes.len() - digits - 2;
-    if bytes[at] == b'_' && bytes[at + 1] == tag {
-        &s[..at]
-    } else {
-        s
-    }
-}
+pub use berth_routing::key::strip_lineage;
 
 #[cfg(test)]
 mod tests {

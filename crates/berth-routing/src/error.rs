@@ -5,7 +5,7 @@
 //! outcomes of a decision that are not a worker; the gateway maps them to HTTP in one place.
 
 /// Everything the routing core can refuse.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// A configuration value is invalid; `flag` is the command-line flag that carries it.
     #[error("invalid {flag}: {reason}")]

@@ -1,8 +1,10 @@
 //! One proxied request, start to finish.
 //!
-//! 1. Decide whether the body must be read (the core's `body_path`), count it, and read it with
-//!    the `--max-payload-size` limit, or leave it to stream.
-//! 2. Route (key derivation, pins, policy) on the current worker view.
+//! 1. Decide whether the body must be read (the core's `body_path`, or `data_parallel_rank` when
+//!    the worker view holds `<url>@<rank>` workers), count it, and read it with the
+//!    `--max-payload-size` limit, or leave it to stream.
+//! 2. Route (key derivation, pins, policy) on the current worker view. A body sent to a rank
+//!    worker gets its `data_parallel_rank` (see `rank.rs`); every other body goes byte-exact.
 //! 3. Send to the worker; on a connect error, timeout or 502/503/504 *before any byte reached the
 //!    client*, route again excluding every worker tried and re-send (a streamed body is replayed
 //!    from what was kept, see `replay.rs`), up to `--retry-max-retries`.
@@ -19,6 +21,7 @@ use hyper::body::Incoming;
 use super::Endpoint;
 use super::headers::{self, HeaderMapSource, ROUTED_WORKER, ROUTING_TOKENS};
 use super::inspect::{Inspected, inspect};
+use super::rank::with_rank;
 use super::replay::{CAPTURE_LIMIT, Replayable};
 use crate::body::{ProxiedBody, RequestGuard, ResBody};
 use crate::error::GatewayError;
@@ -59,11 +62,16 @@ enum Held {
 }
 
 impl Held {
-    /// The body of the next attempt (`None`: it cannot be re-sent).
-    fn next(&mut self) -> Option<UpBody> {
+    /// The body of the next attempt (`None`: it cannot be re-sent), and its new length when it
+    /// was rewritten for a data-parallel `rank`.
+    fn next(&mut self, rank: Option<u32>) -> Option<(UpBody, Option<usize>)> {
         match self {
-            Self::Buffered(b) => Some(UpBody::Full(Some(b.clone()))),
-            Self::Stream(r) => r.attempt().map(UpBody::Stream),
+            Self::Buffered(b) => {
+                let ranked = rank.and_then(|r| with_rank(b, r));
+                let len = ranked.as_ref().map(Bytes::len);
+                Some((UpBody::Full(Some(ranked.unwrap_or_else(|| b.clone()))), len))
+            }
+            Self::Stream(r) => r.attempt().map(|r| (UpBody::Stream(r), None)),
         }
     }
 
@@ -93,7 +101,13 @@ async fn forward(
         .headers
         .get(ROUTING_TOKENS)
         .and_then(|v| parse_routing_tokens(v.as_bytes()));
-    let body_path = state.router.body_path(tokens.is_some(), view.multi_model);
+    let core_path = state.router.body_path(tokens.is_some(), view.multi_model);
+    // Routing reads the body only when the core asks; rank workers need it held to add the rank.
+    let inspect_body = matches!(core_path, BodyPath::Buffered(_));
+    let body_path = match core_path {
+        BodyPath::Streamed(_) if view.data_parallel => BodyPath::Buffered("data_parallel_rank"),
+        path => path,
+    };
     let buffered = matches!(body_path, BodyPath::Buffered(_));
     state
         .metrics
@@ -107,11 +121,19 @@ async fn forward(
     if content_length(&parts.headers).is_some_and(|n| n > max as u64) {
         return Err(GatewayError::PayloadTooLarge(max));
     }
-    let (mut held, inspected) = if buffered {
+    // `stream` for the requests metric: `None` when the body was not read as a JSON object.
+    let (mut held, inspected, stream) = if inspect_body {
         let bytes = read_limited(body, max).await?;
         let want_text = state.config.router.policy == PolicyKind::CacheAware && tokens.is_none();
         let inspected = inspect(&bytes, want_text)?;
-        (Held::Buffered(bytes), inspected)
+        let stream = Some(inspected.stream);
+        (Held::Buffered(bytes), inspected, stream)
+    } else if buffered {
+        // Held only for the rank: routing sees what a streamed body gives it (nothing), and a
+        // body that is not JSON is no error here.
+        let bytes = read_limited(body, max).await?;
+        let stream = inspect(&bytes, false).ok().map(|i| i.stream);
+        (Held::Buffered(bytes), Inspected::default(), stream)
     } else {
         let capture = if state.config.retry_max_retries > 0 {
             CAPTURE_LIMIT
@@ -121,6 +143,7 @@ async fn forward(
         (
             Held::Stream(Replayable::new(body, capture, max)),
             Inspected::default(),
+            None,
         )
     };
     let body_model = inspected.model.as_deref();
@@ -136,10 +159,10 @@ async fn forward(
         .get_or_create(&RequestLabels {
             model: model_label(&view.models, model),
             endpoint: endpoint.as_str(),
-            streaming: match (buffered, inspected.stream) {
-                (false, _) => "unknown",
-                (true, true) => "true",
-                (true, false) => "false",
+            streaming: match stream {
+                None => "unknown",
+                Some(true) => "true",
+                Some(false) => "false",
             },
         })
         .inc();
@@ -165,7 +188,7 @@ async fn forward(
             return Err(GatewayError::NoAvailableWorkers);
         };
         record_decision(state, &decision, worker, model);
-        let Some(body) = held.next() else {
+        let Some((body, ranked_len)) = held.next(worker.addr.rank()) else {
             return Err(GatewayError::UpstreamConnection {
                 worker: worker.url.to_string(),
                 reason: "the request body could not be re-sent for a retry".to_owned(),
@@ -179,6 +202,9 @@ async fn forward(
             .map_err(|e| GatewayError::BadRequest(e.to_string()))?;
         let mut headers = headers::forward_request_headers(&parts.headers);
         headers.insert(http::header::HOST, worker.host_header.clone());
+        if let Some(len) = ranked_len {
+            headers.insert(header::CONTENT_LENGTH, http::HeaderValue::from(len));
+        }
         *up.headers_mut() = headers;
         let sent = tokio::time::timeout(state.config.request_timeout, pool.send(worker, up)).await;
         if held.too_large() {

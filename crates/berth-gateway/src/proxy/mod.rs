@@ -3,6 +3,7 @@
 //! - `endpoint.rs`: the closed set of proxied routes.
 //! - `inspect.rs`: reading `rid`, `model`, `stream` and the prompt text out of a buffered body.
 //! - `headers.rs`: what is forwarded (end-to-end headers) and what is not (hop-by-hop, hints).
+//! - `rank.rs`: writing `data_parallel_rank` into bodies sent to `<url>@<rank>` workers.
 //! - `replay.rs`: a streamed body, counted against the payload limit and kept (up to a limit)
 //!   so a retry can re-send it.
 //! - `handler.rs`: one request: body path, routing decision, forwarding, retries, response.
@@ -11,6 +12,7 @@ mod endpoint;
 mod handler;
 mod headers;
 mod inspect;
+mod rank;
 mod replay;
 
 pub(crate) use endpoint::Endpoint;

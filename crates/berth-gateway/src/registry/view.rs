@@ -36,6 +36,9 @@ pub(crate) struct View {
     pub(crate) multi_model: bool,
     /// Whether any worker is available (readiness).
     pub(crate) any_available: bool,
+    /// Whether any worker is a data-parallel rank (`<url>@<rank>`): bodies are then buffered so
+    /// the rank can be written into them after routing.
+    pub(crate) data_parallel: bool,
 }
 
 impl View {
@@ -158,6 +161,7 @@ impl Registry {
             multi_model: models.len() > 1,
             models,
             any_available,
+            data_parallel: members.iter().any(|w| w.addr.rank().is_some()),
         };
         self.view.store(Arc::new(view));
     }

@@ -8,17 +8,43 @@ use http::{HeaderValue, Uri};
 
 use crate::routing::{Breaker, HealthTracker, WorkerId, WorkerStats};
 
-/// A worker's parsed base URL (`http://host:port[/prefix]`).
+/// A worker's parsed URL: the base URL (`http://host:port[/prefix]`) connections, probes and
+/// model discovery go to, and the data-parallel rank of a worker registered as `<url>@<rank>`.
 #[derive(Clone, Debug)]
 pub struct WorkerAddr {
     authority: Authority,
     prefix: String,
+    rank: Option<u32>,
+}
+
+/// Splits a `<url>@<rank>` suffix off (rank: a decimal u32). A URL without `@` has no rank.
+fn split_rank(url: &str) -> Result<(&str, Option<u32>), String> {
+    let Some((base, rank)) = url.rsplit_once('@') else {
+        return Ok((url, None));
+    };
+    let bad = || {
+        format!(
+            "`{url}`: `@{rank}` is not a data-parallel rank (expected `<url>@<rank>`, rank a decimal u32)"
+        )
+    };
+    if rank.is_empty() || !rank.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let rank = rank.parse::<u32>().map_err(|_| bad())?;
+    if base.contains('@') {
+        return Err(format!(
+            "`{url}`: a worker URL has at most one `@<rank>` suffix"
+        ));
+    }
+    Ok((base, Some(rank)))
 }
 
 impl WorkerAddr {
-    /// Parses a worker URL; only plain `http://` is supported.
+    /// Parses a worker URL, `http://host:port[/prefix]` optionally followed by `@<rank>` (a
+    /// data-parallel rank of that worker); only plain `http://` is supported.
     pub fn parse(url: &str) -> Result<Self, String> {
-        let uri: Uri = url
+        let (base, rank) = split_rank(url)?;
+        let uri: Uri = base
             .parse()
             .map_err(|e| format!("`{url}` is not a URL: {e}"))?;
         if uri.scheme() != Some(&Scheme::HTTP) {
@@ -32,7 +58,16 @@ impl WorkerAddr {
             return Err(format!("`{url}` must not have a query"));
         }
         let prefix = uri.path().trim_end_matches('/').to_owned();
-        Ok(Self { authority, prefix })
+        Ok(Self {
+            authority,
+            prefix,
+            rank,
+        })
+    }
+
+    /// The data-parallel rank (`<url>@<rank>`), if the worker was registered with one.
+    pub fn rank(&self) -> Option<u32> {
+        self.rank
     }
 
     /// `host:port` to connect to (port 80 when the URL has none).
@@ -123,5 +158,35 @@ impl Worker {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WorkerAddr;
+
+    #[test]
+    fn rank_suffixes() {
+        let plain = WorkerAddr::parse("http://127.0.0.1:30001").unwrap();
+        assert_eq!(plain.rank(), None);
+        let r1 = WorkerAddr::parse("http://127.0.0.1:30001@1").unwrap();
+        assert_eq!(r1.rank(), Some(1));
+        assert_eq!(r1.socket_target(), "127.0.0.1:30001");
+        assert_eq!(r1.uri("/health").unwrap(), "http://127.0.0.1:30001/health");
+        let prefixed = WorkerAddr::parse("http://h:1/v1/@7").unwrap();
+        assert_eq!(prefixed.rank(), Some(7));
+        assert_eq!(prefixed.uri("/health").unwrap(), "http://h:1/v1/health");
+        for bad in [
+            "http://h:1@",
+            "http://h:1@x",
+            "http://h:1@-1",
+            "http://h:1@+1",
+            "http://h:1@4294967296",
+            "http://u@h:1",
+            "http://u@h:1@0",
+        ] {
+            let err = WorkerAddr::parse(bad).unwrap_err();
+            assert!(err.contains(bad), "{err}");
+        }
     }
 }

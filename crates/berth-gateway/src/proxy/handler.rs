@@ -80,6 +80,14 @@ impl Held {
         matches!(self, Self::Stream(r) if r.too_large())
     }
 
+    /// The client's streamed body broke (also the client's fault).
+    fn client_error(&self) -> Option<String> {
+        match self {
+            Self::Buffered(_) => None,
+            Self::Stream(r) => r.client_error(),
+        }
+    }
+
     fn replayable(&self) -> bool {
         match self {
             Self::Buffered(_) => true,
@@ -209,6 +217,9 @@ async fn forward(
         let sent = tokio::time::timeout(state.config.request_timeout, pool.send(worker, up)).await;
         if held.too_large() {
             return Err(GatewayError::PayloadTooLarge(max));
+        }
+        if let Some(e) = held.client_error() {
+            return Err(GatewayError::ClientBody(e));
         }
         let retry_left = (tried.len() as u32) < state.config.retry_max_retries && held.replayable();
         let failure = match sent {

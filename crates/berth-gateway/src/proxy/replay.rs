@@ -35,6 +35,8 @@ struct State {
     pulled: u64,
     max_len: u64,
     too_large: bool,
+    /// The client's stream failed (it went away mid-body): the client's fault, not the worker's.
+    client_error: Option<String>,
     generation: u32,
 }
 
@@ -55,6 +57,7 @@ impl Replayable {
             pulled: 0,
             max_len: max_len as u64,
             too_large: false,
+            client_error: None,
             generation: 0,
         })))
     }
@@ -71,6 +74,12 @@ impl Replayable {
     /// Whether the body went over the payload limit (the attempt failed because of the client).
     pub(crate) fn too_large(&self) -> bool {
         self.lock().too_large
+    }
+
+    /// The error of the client's body stream, if it failed (the attempt failed because of the
+    /// client).
+    pub(crate) fn client_error(&self) -> Option<String> {
+        self.lock().client_error.clone()
     }
 
     /// A body for the next attempt, or `None` when it cannot be (re-)sent.
@@ -126,6 +135,7 @@ impl Body for ReplayBody {
             Poll::Ready(Some(Err(e))) => {
                 s.source = None;
                 s.overflow = true;
+                s.client_error = Some(e.to_string());
                 return Poll::Ready(Some(Err(e.into())));
             }
             Poll::Ready(Some(Ok(frame))) => frame,

@@ -154,6 +154,13 @@ async fn forward(
             None,
         )
     };
+    // Reading the body can take a while: route on the workers as they are now, not as they were
+    // when the head arrived (a worker removed or opened meanwhile must not be chosen).
+    let view = if buffered {
+        state.registry.view()
+    } else {
+        view
+    };
     let body_model = inspected.model.as_deref();
     if let Some(m) =
         body_model.filter(|m| !view.models.is_empty() && !view.snapshot.serves_model(m))

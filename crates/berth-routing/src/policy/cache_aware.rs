@@ -171,10 +171,13 @@ impl PrefixIndex {
     }
 
     /// Makes `worker` a tenant of every prefix of `text`, then evicts its least recently used
-    /// prefixes beyond the bound.
+    /// prefixes beyond the bound. The chunks are touched deepest first, so within one text a
+    /// prefix is always more recent than its extensions: eviction removes leaves before the
+    /// prefixes they hang from (a kept chunk whose prefix is gone could never match).
     pub(crate) fn insert(&mut self, text: &[u8], worker: WorkerId) {
         let tenant = self.tenants.entry(worker).or_default();
-        for h in chunk_hashes(text) {
+        let hashes: Vec<u64> = chunk_hashes(text).collect();
+        for &h in hashes.iter().rev() {
             self.tick += 1;
             let tenants = self.nodes.entry(h).or_default();
             match tenants.iter_mut().find(|(w, _)| *w == worker) {

@@ -38,7 +38,7 @@ fn longest_match_counts_whole_chunks() {
     let a = text("system prompt one. ", 100);
     idx.insert(&a, WorkerId(1));
     let (m, holders) = idx.longest_match(&a, &ids(3));
-    assert_eq!(m, 96); // 6 whole chunks of 16
+    assert_eq!(m, 96); // 3 whole chunks of 32
     assert_eq!(holders, [WorkerId(1)]);
     // a longer text sharing the prefix matches the shared whole chunks only
     let mut b = a[..40].to_vec();
@@ -164,9 +164,9 @@ fn tenants_are_bounded_with_lru_eviction() {
     assert_eq!(idx.tenant_chars(WorkerId(0)), 32 * CHUNK);
     idx.insert(&new, WorkerId(0));
     assert_eq!(idx.tenant_chars(WorkerId(0)), 64 * CHUNK);
-    // the newest text is intact, the oldest lost its earliest chunks
+    // the newest text is intact, the oldest lost its deepest chunks and keeps its prefix
     assert_eq!(idx.longest_match(&new, &ids(1)).0, 48 * CHUNK);
-    assert_eq!(idx.longest_match(&old, &ids(1)).0, 0);
+    assert_eq!(idx.longest_match(&old, &ids(1)).0, 16 * CHUNK);
     // other tenants are unaffected by one tenant's bound
     idx.insert(&old, WorkerId(1));
     assert_eq!(idx.tenant_chars(WorkerId(1)), 32 * CHUNK);
@@ -183,4 +183,37 @@ fn repeated_touches_do_not_grow_the_queue_without_bound() {
     let q = idx.tenants[&WorkerId(0)].lru.len();
     assert!(q <= 2 * 64 + 1024 + 64, "{q}");
     assert_eq!(idx.tenant_chars(WorkerId(0)), 64 * CHUNK);
+}
+
+#[test]
+fn a_text_longer_than_the_bound_keeps_its_prefix() {
+    // max_tree_size below the text length: the tenant keeps the text's first chunks (a prefix
+    // tree evicts leaves first), so the same text sent again still matches.
+    let mut idx = PrefixIndex::new(32 * CHUNK);
+    let t = text("long system prompt ", 64 * CHUNK);
+    idx.insert(&t, WorkerId(0));
+    assert_eq!(idx.tenant_chars(WorkerId(0)), 32 * CHUNK);
+    assert_eq!(idx.longest_match(&t, &ids(1)).0, 32 * CHUNK);
+    idx.insert(&t, WorkerId(0));
+    assert_eq!(idx.longest_match(&t, &ids(1)).0, 32 * CHUNK);
+}
+
+#[test]
+fn a_repeated_long_request_follows_its_worker() {
+    let ca = CacheAware::new(CacheAwareConfig {
+        max_tree_size: 1024,
+        ..CacheAwareConfig::default()
+    });
+    let snap = fleet(&[0, 0, 0, 0]);
+    let mut rng = Rng::seeded(3);
+    let convo = text("You are a helpful assistant. Conversation 7. ", 2048);
+    let req = PickRequest {
+        key: None,
+        model: None,
+        text: Some(&convo),
+    };
+    let first = ca.pick(&req, &snap, &ids(4), &mut rng);
+    for _ in 0..20 {
+        assert_eq!(ca.pick(&req, &snap, &ids(4), &mut rng), first);
+    }
 }

@@ -30,8 +30,8 @@ use crate::pool::Conn;
 use crate::pool::Pool;
 use crate::registry::Worker;
 use crate::routing::{
-    BodyPath, Decision, Error as RouteError, Leg, Outcome, PolicyKind, RouteRequest, WorkerId,
-    is_retryable_status, parse_routing_tokens,
+    BodyPath, Branch, Decision, Error as RouteError, Leg, Outcome, PolicyKind, RouteRequest,
+    WorkerId, is_retryable_status, parse_routing_tokens,
 };
 use crate::state::{AppState, with_rng};
 use crate::upstream::UpBody;
@@ -288,7 +288,19 @@ fn route_error(state: &AppState, e: RouteError) -> GatewayError {
         RouteError::MissingRoutingKey => GatewayError::MissingRoutingKey {
             policy: state.config.router.policy.as_str(),
         },
-        RouteError::NoAvailableWorkers => GatewayError::NoAvailableWorkers,
+        RouteError::NoAvailableWorkers => {
+            // A pin-keeping router reports every decision's branch, refusals included.
+            if state.router.keeps_pins() {
+                state
+                    .metrics
+                    .branch
+                    .get_or_create(&BranchLabels {
+                        branch: Branch::NoHealthyWorkers.as_str(),
+                    })
+                    .inc();
+            }
+            GatewayError::NoAvailableWorkers
+        }
         RouteError::Config { .. } => GatewayError::Config(e.to_string()),
     }
 }

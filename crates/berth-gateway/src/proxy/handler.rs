@@ -6,8 +6,9 @@
 //! 2. Route (key derivation, pins, policy) on the current worker view. A body sent to a rank
 //!    worker gets its `data_parallel_rank` (see `rank.rs`); every other body goes byte-exact.
 //! 3. Send to the worker; on a connect error, timeout or 502/503/504 *before any byte reached the
-//!    client*, route again excluding every worker tried and re-send (a streamed body is replayed
-//!    from what was kept, see `replay.rs`), up to `--retry-max-retries`.
+//!    client*, route again (on the view as it is then) excluding every worker tried and re-send
+//!    (a streamed body is replayed from what was kept, see `replay.rs`), up to
+//!    `--retry-max-retries`.
 //! 4. Stream the response back with `x-smg-routed-worker-id` and the lease attached.
 
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, BranchLabels, RequestLabels, SourceLabels, StatusLabels};
 use crate::pool::Conn;
 use crate::pool::Pool;
-use crate::registry::Worker;
+use crate::registry::{View, Worker};
 use crate::routing::{
     BodyPath, Branch, Decision, Error as RouteError, Leg, Outcome, PolicyKind, RouteRequest,
     WorkerId, is_retryable_status, parse_routing_tokens,
@@ -184,7 +185,9 @@ async fn forward(
 
     let header_source = HeaderMapSource(&parts.headers);
     let mut tried: Vec<WorkerId> = Vec::new();
-    let route = |exclude: &[WorkerId]| {
+    // Each attempt routes on the current view: a retry must see workers added, removed, opened or
+    // recovered while the failed attempt was waiting.
+    let route = |view: &View, exclude: &[WorkerId]| {
         let req = RouteRequest {
             rid: inspected.rid.as_deref().filter(|_| endpoint.reads_rid()),
             headers: &header_source,
@@ -197,11 +200,13 @@ async fn forward(
         let now = state.clock.now();
         with_rng(|rng| state.router.route(&req, &view.snapshot, now, rng))
     };
-    let mut decision = route(&tried).map_err(|e| route_error(state, e))?;
+    let mut current = Arc::clone(&view);
+    let mut decision = route(&current, &tried).map_err(|e| route_error(state, e))?;
     loop {
-        let Some(worker) = view.worker(decision.worker) else {
+        let Some(worker) = current.worker(decision.worker).cloned() else {
             return Err(GatewayError::NoAvailableWorkers);
         };
+        let worker = &*worker;
         record_decision(state, &decision, worker, model);
         let Some((body, ranked_len)) = held.next(worker.addr.rank()) else {
             return Err(GatewayError::UpstreamConnection {
@@ -252,7 +257,8 @@ async fn forward(
                 // A retryable status: re-send elsewhere if we can, else pass it through untouched.
                 if retry_left {
                     tried.push(worker.id);
-                    if let Ok(next) = route(&tried) {
+                    current = state.registry.view();
+                    if let Ok(next) = route(&current, &tried) {
                         state.metrics.retries.inc();
                         tracing::debug!(worker = %worker.url, status, "retrying on another worker");
                         decision = next;
@@ -273,7 +279,8 @@ async fn forward(
             return Err(failure);
         }
         tried.push(worker.id);
-        match route(&tried) {
+        current = state.registry.view();
+        match route(&current, &tried) {
             Ok(next) => {
                 state.metrics.retries.inc();
                 decision = next;

@@ -157,6 +157,12 @@ impl Slots {
         removed
     }
 
+    /// Every entry, for tests that recount.
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.slots.iter().filter(|e| e.key != 0)
+    }
+
     #[cfg(test)]
     pub(crate) fn remove(&mut self, key: u128) -> Option<Entry> {
         self.find(key).map(|i| self.remove_at(i))

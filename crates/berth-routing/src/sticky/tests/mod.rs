@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod config;
+mod counters;
 mod eviction;
 mod failover;
 mod modes;

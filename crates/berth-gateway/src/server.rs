@@ -198,13 +198,26 @@ pub async fn serve(
     Ok(())
 }
 
+/// After a failed `accept` (e.g. out of file descriptors, which keeps failing until a
+/// connection closes), waits a little instead of spinning a core on the error.
+async fn accept_backoff(e: &std::io::Error) {
+    tracing::warn!(error = %e, "accept failed; retrying in 50 ms");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+}
+
 /// Accepts connections and deals them round robin to the IO loops.
 async fn accept_loop(listener: TcpListener, io: Vec<IoLoop>, mut stop: watch::Receiver<bool>) {
     let mut next = 0usize;
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _peer)) = accepted else { continue };
+                let stream = match accepted {
+                    Ok((stream, _peer)) => stream,
+                    Err(e) => {
+                        accept_backoff(&e).await;
+                        continue;
+                    }
+                };
                 let _ = stream.set_nodelay(true);
                 let Ok(stream) = stream.into_std() else { continue };
                 if io.is_empty() || io[next % io.len()].conns.send(stream).is_err() {
@@ -339,7 +352,13 @@ async fn serve_metrics(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        accept_backoff(&e).await;
+                        continue;
+                    }
+                };
                 let state = state.clone();
                 tokio::spawn(async move {
                     let svc = service_fn(move |_req| {

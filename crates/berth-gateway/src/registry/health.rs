@@ -141,7 +141,14 @@ async fn recheck(
     ok: bool,
     timeout: Duration,
 ) {
-    if registry.on_probe(worker, ok) == Some(true) && worker.state().models.is_empty() {
+    registry.on_probe(worker, ok);
+    // A worker whose model list is still unknown (its `/v1/models` failed when it joined, or it
+    // joined unhealthy) asks again after every good probe until it answers.
+    let unknown_models = {
+        let state = worker.state();
+        state.health.is_healthy() && state.models.is_empty()
+    };
+    if ok && unknown_models {
         let models = fetch_models(client, &worker.addr, timeout).await;
         if !models.is_empty() {
             registry.set_models(worker, models);

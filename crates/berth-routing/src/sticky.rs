@@ -9,7 +9,7 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use crate::key::RoutingKey;
 use crate::options::Stickiness;
-use crate::pin::slots::{Entry, NONE};
+use crate::pin::slots::{Entry, NONE, Orphans};
 use crate::pin::{EvictionReason, PinTable};
 use crate::policy::PickRequest;
 use crate::router::{Branch, Decision, Lease, Leg, secs};
@@ -70,11 +70,12 @@ impl Router {
         };
 
         let mut shard = self.pins.lock(scoped);
-        let (worker, branch) = match shard.get_mut(scoped) {
+        let (worker, branch) = match shard.get_mut_with_orphans(scoped) {
             None => {
                 let w = place(rng)?;
                 let mut entry = Entry::new(scoped, w.0, now_s);
-                entry.in_flight[0] = 1;
+                // requests of an earlier entry of this key may still be in flight on `w`
+                entry.in_flight[0] = shard.orphans.take(scoped, w.0).saturating_add(1);
                 let evicted =
                     self.pins
                         .insert_bounded(PinTable::shard_of(scoped), &mut shard, entry, || {
@@ -91,7 +92,7 @@ impl Router {
                 }
                 (w, Branch::Vacant)
             }
-            Some(e) => {
+            Some((e, orphans)) => {
                 e.last_used = now_s;
                 let gone = forget_removed(e, snap);
                 self.pins
@@ -102,10 +103,11 @@ impl Router {
                         let pinned = e.workers[i];
                         let p = place(rng)?;
                         if p.0 != pinned {
-                            let p_load = e.slot_of(p.0).map_or(0, |j| e.in_flight[j]);
+                            let p_load = e
+                                .slot_of(p.0)
+                                .map_or_else(|| orphans.get(scoped, p.0), |j| e.in_flight[j]);
                             if p_load < cap {
-                                let pinned_load = e.in_flight[i];
-                                set_workers(e, [p.0, pinned], [p_load, pinned_load], snap);
+                                set_workers(e, [p.0, pinned], orphans, snap);
                             }
                         }
                         bump(e, p);
@@ -117,17 +119,17 @@ impl Router {
                     }
                     None => {
                         let p = place(rng)?;
-                        let (w, f) = (e.workers, e.in_flight);
+                        let w = e.workers;
                         if delegate_failover || w[0] == NONE {
                             // The policy's pick is the new primary; the old primary is kept
                             // as the failover candidate.
-                            set_workers(e, [p.0, w[0]], [0, f[0]], snap);
+                            set_workers(e, [p.0, w[0]], orphans, snap);
                         } else if w[1] == NONE {
                             // Added behind the existing worker, which stays first.
-                            set_workers(e, [w[0], p.0], [f[0], 0], snap);
+                            set_workers(e, [w[0], p.0], orphans, snap);
                         } else {
                             // Two remembered: the older is dropped.
-                            set_workers(e, [w[1], p.0], [f[1], 0], snap);
+                            set_workers(e, [w[1], p.0], orphans, snap);
                         }
                         bump(e, p);
                         (p, Branch::OccupiedMiss)
@@ -152,8 +154,22 @@ fn bump(e: &mut Entry, w: WorkerId) {
     }
 }
 
-/// Replaces the remembered workers, keeping the per-worker pinned-key counts right.
-fn set_workers(e: &mut Entry, workers: [u32; 2], in_flight: [u16; 2], snap: &WorkerSnapshot) {
+/// Replaces the remembered workers, keeping the per-worker pinned-key counts right. Each
+/// worker's in-flight count follows it: a dropped worker's goes to `orphans`, a worker
+/// remembered again takes its count back from there.
+fn set_workers(e: &mut Entry, workers: [u32; 2], orphans: &mut Orphans, snap: &WorkerSnapshot) {
+    let mut in_flight = [0; 2];
+    for j in 0..2 {
+        in_flight[j] = match e.slot_of(workers[j]) {
+            Some(k) => e.in_flight[k],
+            None => orphans.take(e.key, workers[j]),
+        };
+    }
+    for k in 0..2 {
+        if !workers.contains(&e.workers[k]) {
+            orphans.stash(e.key, e.workers[k], e.in_flight[k]);
+        }
+    }
     let (old, new) = (e.workers[0], workers[0]);
     if old != new {
         if let Some(s) = (old != NONE).then(|| snap.stats(WorkerId(old))).flatten() {

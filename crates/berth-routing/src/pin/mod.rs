@@ -159,6 +159,8 @@ impl PinTable {
             && let Some(i) = e.slot_of(worker.0)
         {
             e.in_flight[i] = e.in_flight[i].saturating_sub(1);
+        } else {
+            shard.orphans.release(key, worker.0);
         }
     }
 
@@ -236,6 +238,20 @@ impl PinTable {
                 s.entries().copied().collect::<Vec<_>>()
             })
             .collect()
+    }
+
+    /// Orphaned (key, worker) in-flight pairs across shards, for tests.
+    #[cfg(test)]
+    pub(crate) fn orphans(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| {
+                s.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .orphans
+                    .len()
+            })
+            .sum()
     }
 
     /// Recomputes the pin count after removals made under a shard lock.

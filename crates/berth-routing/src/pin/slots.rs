@@ -55,6 +55,11 @@ impl Entry {
 pub(crate) struct Slots {
     slots: Vec<Entry>,
     len: usize,
+    /// A key's requests still in flight on a worker its entry no longer remembers (the pin
+    /// moved on, or the entry was evicted for capacity), so the in-flight threshold still sees
+    /// them if the worker is remembered again, and their releases land here rather than on a
+    /// newer count. Only requests in flight are kept: the map stays small and empties itself.
+    pub(crate) orphans: Orphans,
 }
 
 impl Default for Slots {
@@ -62,6 +67,57 @@ impl Default for Slots {
         Self {
             slots: vec![EMPTY; 16],
             len: 0,
+            orphans: Orphans::default(),
+        }
+    }
+}
+
+/// In-flight counts of (scoped key, worker) pairs no entry remembers.
+#[derive(Debug, Default)]
+pub(crate) struct Orphans(std::collections::HashMap<(u128, u32), u16>);
+
+impl Orphans {
+    /// Keeps `n` requests of `key` in flight on `worker`.
+    pub(crate) fn stash(&mut self, key: u128, worker: u32, n: u16) {
+        if n > 0 && worker != NONE {
+            let c = self.0.entry((key, worker)).or_default();
+            *c = c.saturating_add(n);
+        }
+    }
+
+    /// The requests of `key` in flight on `worker` outside its entry.
+    pub(crate) fn get(&self, key: u128, worker: u32) -> u16 {
+        if self.0.is_empty() {
+            return 0;
+        }
+        self.0.get(&(key, worker)).copied().unwrap_or(0)
+    }
+
+    /// Takes them back (the worker is remembered again).
+    pub(crate) fn take(&mut self, key: u128, worker: u32) -> u16 {
+        if self.0.is_empty() {
+            return 0;
+        }
+        self.0.remove(&(key, worker)).unwrap_or(0)
+    }
+
+    /// How many pairs are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// One of them ended; returns whether there was one.
+    pub(crate) fn release(&mut self, key: u128, worker: u32) -> bool {
+        match self.0.get_mut(&(key, worker)) {
+            Some(c) => {
+                *c -= 1;
+                if *c == 0 {
+                    self.0.remove(&(key, worker));
+                }
+                true
+            }
+            None => false,
         }
     }
 }
@@ -100,6 +156,12 @@ impl Slots {
 
     pub(crate) fn get_mut(&mut self, key: u128) -> Option<&mut Entry> {
         self.find(key).map(|i| &mut self.slots[i])
+    }
+
+    /// The entry of `key` and the shard's orphaned in-flight counts, both writable.
+    pub(crate) fn get_mut_with_orphans(&mut self, key: u128) -> Option<(&mut Entry, &mut Orphans)> {
+        let i = self.find(key)?;
+        Some((&mut self.slots[i], &mut self.orphans))
     }
 
     /// Inserts an entry whose key is absent.
@@ -199,7 +261,12 @@ impl Slots {
                 best = Some(rank);
             }
         }
-        best.map(|(_, _, i)| self.remove_at(i))
+        let gone = self.remove_at(best?.2);
+        for j in 0..2 {
+            self.orphans
+                .stash(gone.key, gone.workers[j], gone.in_flight[j]);
+        }
+        Some(gone)
     }
 
     /// Visits the slots in `range` (clamped to the capacity): first `prune` may edit each

@@ -84,6 +84,13 @@ fn check(r: &Router, f: &Fleet, present: &[u32], held: &[Held], now: u64, swept:
             "pinned keys of w{w}"
         );
     }
+    if held.is_empty() {
+        assert_eq!(
+            r.pins.orphans(),
+            0,
+            "orphaned in-flight counts outlived their requests"
+        );
+    }
     let mut live: HashMap<(u128, u32), u16> = HashMap::new();
     for h in held {
         *live.entry((h.scoped, h.worker.0)).or_default() += 1;
@@ -98,9 +105,9 @@ fn check(r: &Router, f: &Fleet, present: &[u32], held: &[Held], now: u64, swept:
                 assert_eq!(e.in_flight[j], 0, "{e:?}");
             } else {
                 let n = live.get(&(e.key, e.workers[j])).copied().unwrap_or(0);
-                assert!(
-                    e.in_flight[j] <= n,
-                    "in-flight over the live leases: {e:?} {n}"
+                assert_eq!(
+                    e.in_flight[j], n,
+                    "in-flight against the live leases: {e:?}"
                 );
             }
         }

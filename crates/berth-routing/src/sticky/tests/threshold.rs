@@ -139,3 +139,34 @@ fn leases_release_in_flight_counts() {
     assert_eq!(d2.branch, Some(Branch::OccupiedHit));
     drop((d, d2));
 }
+
+#[test]
+fn a_forgotten_workers_requests_still_count_when_the_pin_comes_back() {
+    // The override on round_robin over three workers: placements go w0, w1, w2, w0, ...
+    let f = Fleet::new(3);
+    let s = f.snap(&[]);
+    let r = sticky_rr();
+    let mut rng = Rng::seeded(1);
+    let mut held = Vec::new();
+    let mut go = |held: &mut Vec<Decision>| {
+        let d = route_key(&r, &s, "k", &mut rng);
+        let out = (d.worker.0, d.branch.unwrap());
+        held.push(d);
+        out
+    };
+    assert_eq!(go(&mut held), (0, Branch::Vacant));
+    assert_eq!(go(&mut held), (0, Branch::OccupiedHit)); // 2 on w0
+    assert_eq!(go(&mut held), (1, Branch::CapRespill)); // pin -> w1, w0 kept behind
+    assert_eq!(go(&mut held), (1, Branch::OccupiedHit)); // 2 on w1
+    assert_eq!(go(&mut held), (2, Branch::CapRespill)); // pin -> w2; w0 (2 in flight) dropped
+    assert_eq!(go(&mut held), (2, Branch::OccupiedHit)); // 2 on w2
+    // Threshold on w2; round robin picks w0, which still has 2 of the key's requests in
+    // flight: the request goes there, but the pin must stay on w2.
+    assert_eq!(go(&mut held), (0, Branch::CapRespill));
+    // Threshold on w2 again; rr picks w1, which has 2 of the key's requests too: no move.
+    assert_eq!(go(&mut held), (1, Branch::CapRespill));
+    drop(held);
+    let next = route_key(&r, &s, "k", &mut rng);
+    assert_eq!(next.branch, Some(Branch::OccupiedHit));
+    assert_eq!(f.stats[2].pinned_keys(), 1);
+}

@@ -8,6 +8,7 @@ mod config;
 mod counters;
 mod eviction;
 mod failover;
+mod model;
 mod modes;
 mod properties;
 mod reuse;

@@ -78,3 +78,99 @@ fn a_sweep_resumed_after_growth_misses_no_idle_pin() {
     assert_eq!(idle, 6, "every idle pin is removed by the pass");
     assert_eq!(t.len(), t.shards[0].lock().unwrap().len());
 }
+
+mod slots_model {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::super::slots::{Entry, Slots};
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u16, u8),
+        Remove(u16),
+        /// Sweep from `start` over `len` slots, removing entries whose last_used is below 3.
+        Sweep(u16, u16),
+        Evict(u64),
+        /// A whole pass in steps of `len` slots.
+        Pass(u16),
+    }
+
+    /// Keys whose home slot is near the end of the table, so clusters wrap to slot 0.
+    fn key(k: u16, capacity: usize) -> u128 {
+        let home = (capacity - 1 - (k as usize % 5)) as u128;
+        ((u128::from(k) << 40) | (home << 1)) | 1
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u16..200, 0u8..6).prop_map(|(k, t)| Op::Insert(k, t)),
+            2 => (0u16..200).prop_map(Op::Remove),
+            1 => (0u16..300, 1u16..64).prop_map(|(s, l)| Op::Sweep(s, l)),
+            1 => any::<u64>().prop_map(Op::Evict),
+            1 => (1u16..40).prop_map(Op::Pass),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn wrapping_clusters_behave_like_a_map(ops in proptest::collection::vec(op(), 1..300)) {
+            let mut t = Slots::default();
+            let mut m: HashMap<u16, (u128, u8)> = HashMap::new();
+            for op in ops {
+                // homes depend on the capacity when the key was first inserted: remember the key
+                match op {
+                    Op::Insert(k, tick) => {
+                        if let std::collections::hash_map::Entry::Vacant(v) = m.entry(k) {
+                            let key = key(k, t.capacity());
+                            v.insert((key, tick));
+                            t.insert(Entry::new(key, u32::from(k), u32::from(tick)));
+                        }
+                    }
+                    Op::Remove(k) => {
+                        let want = m.remove(&k).map(|(key, _)| key);
+                        let got = want.and_then(|key| t.remove(key)).map(|e| e.key);
+                        prop_assert_eq!(got, want);
+                    }
+                    Op::Sweep(start, len) => {
+                        let start = usize::from(start) % t.capacity();
+                        let mut gone = Vec::new();
+                        t.sweep_range(start, usize::from(len), |_| {}, |e| e.last_used < 3, |e| gone.push(e.key));
+                        for g in &gone {
+                            let k = m.iter().find(|(_, (key, _))| key == g).map(|(k, _)| *k);
+                            prop_assert!(k.is_some_and(|k| m[&k].1 < 3));
+                            m.retain(|_, (key, _)| key != g);
+                        }
+                    }
+                    Op::Pass(len) => {
+                        let mut at = Some(0);
+                        let mut gone = Vec::new();
+                        while let Some(start) = at {
+                            at = t.sweep_range(start, usize::from(len), |_| {}, |e| e.last_used < 3, |e| gone.push(e.key));
+                        }
+                        let want = m.values().filter(|(_, tick)| *tick < 3).count();
+                        prop_assert_eq!(gone.len(), want, "a pass removes every selected entry once");
+                        m.retain(|_, (_, tick)| *tick >= 3);
+                    }
+                    Op::Evict(seed) => {
+                        let mut x = seed;
+                        let gone = t.evict_sampled(8, || { x = x.wrapping_add(0x9E37_79B9_7F4A_7C15); x });
+                        if let Some(g) = gone {
+                            prop_assert!(m.values().any(|(key, _)| *key == g.key));
+                            m.retain(|_, (key, _)| *key != g.key);
+                        } else {
+                            prop_assert!(m.is_empty());
+                        }
+                    }
+                }
+                prop_assert_eq!(t.len(), m.len());
+                for (k, (key, _)) in &m {
+                    prop_assert_eq!(t.get_mut(*key).map(|e| e.workers[0]), Some(u32::from(*k)));
+                }
+            }
+        }
+    }
+}

@@ -110,7 +110,12 @@ impl Router {
                                 set_workers(e, [p.0, pinned], orphans, snap);
                             }
                         }
-                        bump(e, p);
+                        if e.slot_of(p.0).is_some() {
+                            bump(e, p);
+                        } else {
+                            // the pin stayed; the request still counts on `p`
+                            orphans.stash(scoped, p.0, 1);
+                        }
                         (p, Branch::CapRespill)
                     }
                     Some(i) => {

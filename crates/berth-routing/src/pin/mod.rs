@@ -254,6 +254,12 @@ impl PinTable {
             .sum()
     }
 
+    /// The orphaned in-flight count of (`key`, `worker`), for tests.
+    #[cfg(test)]
+    pub(crate) fn orphaned(&self, key: u128, worker: u32) -> u16 {
+        self.lock(key).orphans.get(key, worker)
+    }
+
     /// Recomputes the pin count after removals made under a shard lock.
     pub(crate) fn removed(&self, n: usize) {
         if n > 0 {

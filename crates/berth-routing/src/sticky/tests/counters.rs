@@ -95,6 +95,15 @@ fn check(r: &Router, f: &Fleet, present: &[u32], held: &[Held], now: u64, swept:
     for h in held {
         *live.entry((h.scoped, h.worker.0)).or_default() += 1;
     }
+    // requests on a worker their key's entry does not remember are counted aside
+    for (&(key, w), &n) in &live {
+        let remembered = entries
+            .iter()
+            .any(|e| e.key == key && e.workers.contains(&w));
+        if !remembered && present.contains(&w) {
+            assert_eq!(r.pins.orphaned(key, w), n, "orphaned count of w{w}");
+        }
+    }
     for e in &entries {
         assert!(
             e.workers[1] == NONE || e.workers[0] != e.workers[1],

@@ -165,7 +165,11 @@ fn a_forgotten_workers_requests_still_count_when_the_pin_comes_back() {
     assert_eq!(go(&mut held), (0, Branch::CapRespill));
     // Threshold on w2 again; rr picks w1, which has 2 of the key's requests too: no move.
     assert_eq!(go(&mut held), (1, Branch::CapRespill));
+    // the request that went to w0 counts too, although w0 is no longer remembered
+    let scoped = crate::sticky::scoped_key("k", Some("m"), Leg::Regular);
+    assert_eq!(r.pins.orphaned(scoped, 0), 3);
     drop(held);
+    assert_eq!(r.pins.orphans(), 0);
     let next = route_key(&r, &s, "k", &mut rng);
     assert_eq!(next.branch, Some(Branch::OccupiedHit));
     assert_eq!(f.stats[2].pinned_keys(), 1);

@@ -221,6 +221,47 @@ mod tests {
     }
 
     #[test]
+    fn half_open_successes_do_not_carry_over_a_reopen() {
+        let mut b = Breaker::new(cfg());
+        for _ in 0..3 {
+            b.on_outcome(Outcome::Failure, S(0));
+        }
+        assert_eq!(b.on_outcome(Outcome::Success, S(10)), None); // 1 of 2
+        assert_eq!(
+            b.on_outcome(Outcome::Failure, S(10)).map(|t| t.to),
+            Some(BreakerState::Open { until: S(20) })
+        );
+        // half-open again: one success is not enough, two are
+        assert_eq!(b.on_outcome(Outcome::Success, S(20)), None);
+        assert_eq!(b.state(S(20)), BreakerState::HalfOpen);
+        assert_eq!(
+            b.on_outcome(Outcome::Success, S(21)).map(|t| t.to),
+            Some(BreakerState::Closed)
+        );
+        // closed again: the failure count starts from zero
+        assert_eq!(b.on_outcome(Outcome::Failure, S(22)), None);
+        assert_eq!(b.on_outcome(Outcome::Failure, S(22)), None);
+        assert!(b.allows(S(22)));
+    }
+
+    #[test]
+    fn thresholds_of_one_and_a_zero_timeout() {
+        let mut b = Breaker::new(BreakerConfig {
+            failure_threshold: 1,
+            success_threshold: 1,
+            open_timeout: S(0),
+        });
+        let t = b.on_outcome(Outcome::Failure, S(5)).unwrap();
+        assert_eq!(t.to, BreakerState::Open { until: S(5) });
+        assert!(b.allows(S(5)), "a zero timeout is half-open at once");
+        let t = b.on_outcome(Outcome::Success, S(5)).unwrap();
+        assert_eq!(
+            (t.from, t.to),
+            (BreakerState::HalfOpen, BreakerState::Closed)
+        );
+    }
+
+    #[test]
     fn late_outcomes_while_open_change_nothing() {
         let mut b = Breaker::new(cfg());
         for _ in 0..3 {

@@ -3,39 +3,17 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use berth_gateway::config::Secret;
 use berth_gateway::routing::PolicyKind;
 use common::*;
 
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 // A current-thread runtime and `io_threads = 0`: every gateway task runs on this thread, under
 // the thread-local subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn sticky_decisions_and_evictions_are_logged_and_secrets_are_not() {
-    let buf = Buf::default();
-    let sink = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("berth_gateway=debug")
-        .with_writer(move || sink.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (buf, _guard) = logs::capture_debug_logs();
 
     let w = sims(2).await;
     let mut c = config(&w);
@@ -53,7 +31,7 @@ async fn sticky_decisions_and_evictions_are_logged_and_secrets_are_not() {
     assert_eq!(g.gw.sweep_now().await, 1);
     g.gw.shutdown().await;
 
-    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let text = buf.text();
     let line = text
         .lines()
         .find(|l| l.contains("Sticky routing decision"))

@@ -7,38 +7,15 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use berth_gateway::routing::PolicyKind;
 use common::*;
-
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// SPEC 3: "At debug level each override decision logs one `Sticky routing decision` line with
 /// key source (rid or header), key, branch, chosen worker and model". A current-thread runtime
 /// and `io_threads = 0` (the default) keep every gateway task under the thread-local subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn each_override_decision_logs_one_line_with_source_key_branch_worker_and_model() {
-    let buf = Buf::default();
-    let sink = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("berth_gateway=debug")
-        .with_writer(move || sink.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (buf, _guard) = logs::capture_debug_logs();
 
     let w = sims(2).await;
     let mut c = config(&w);
@@ -59,7 +36,7 @@ async fn each_override_decision_logs_one_line_with_source_key_branch_worker_and_
         .await;
     g.gw.shutdown().await;
 
-    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let text = buf.text();
     let lines: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("Sticky routing decision"))

@@ -1,6 +1,8 @@
 //! Shared harness: sim workers and a gateway on 127.0.0.1:0, and a small HTTP client.
 #![allow(dead_code, clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+pub mod logs;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

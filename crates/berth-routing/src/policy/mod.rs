@@ -11,6 +11,7 @@
 pub mod cache_aware;
 pub mod consistent;
 mod kind;
+mod prefix_index;
 pub(crate) mod simple;
 
 pub use cache_aware::CacheAwareConfig;

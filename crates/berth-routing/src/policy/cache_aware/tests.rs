@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use super::*;
 use crate::WorkerStats;
 use crate::worker::WorkerEntry;
@@ -30,24 +32,6 @@ fn ids(n: u32) -> Vec<WorkerId> {
 
 fn text(seed: &str, len: usize) -> Vec<u8> {
     seed.bytes().cycle().take(len).collect()
-}
-
-#[test]
-fn longest_match_counts_whole_chunks() {
-    let mut idx = PrefixIndex::new(1 << 20);
-    let a = text("system prompt one. ", 100);
-    idx.insert(&a, WorkerId(1));
-    let (m, holders) = idx.longest_match(&a, &ids(3));
-    assert_eq!(m, 96); // 3 whole chunks of 32
-    assert_eq!(holders, [WorkerId(1)]);
-    // a longer text sharing the prefix matches the shared whole chunks only
-    let mut b = a[..40].to_vec();
-    b.extend(text("different tail ", 60));
-    let (m, _) = idx.longest_match(&b, &ids(3));
-    assert_eq!(m, 32);
-    // non-candidates do not count
-    let (m, h) = idx.longest_match(&a, &[WorkerId(0), WorkerId(2)]);
-    assert_eq!((m, h.len()), (0, 0));
 }
 
 #[test]
@@ -89,113 +73,168 @@ fn follows_the_prefix_above_threshold() {
     );
 }
 
-#[test]
-fn below_threshold_goes_least_loaded() {
-    let ca = CacheAware::new(CacheAwareConfig::default());
-    let snap = fleet(&[5, 0]);
-    let mut rng = Rng::seeded(1);
-    let short = text("abcdefghijklmnop", 16);
-    // insert under worker 0 by making it the only candidate
-    ca.pick(
-        &PickRequest {
-            text: Some(&short),
-            ..Default::default()
-        },
-        &snap,
-        &[WorkerId(0)],
-        &mut rng,
-    );
-    // a long text sharing only 16 of 200 bytes (8% < 30%) goes to the least loaded
-    let mut long = short.clone();
-    long.extend(text("zzzzzz", 184));
-    let w = ca.pick(
-        &PickRequest {
-            text: Some(&long),
-            ..Default::default()
-        },
-        &snap,
-        &ids(2),
-        &mut rng,
-    );
-    assert_eq!(w, WorkerId(1));
+/// Makes `w` a tenant of `t` in the policy's index for requests without a model.
+fn hold(ca: &CacheAware, t: &[u8], w: u32) {
+    prefix_index::lock(&ca.trees.get(None)).insert(t, WorkerId(w));
+}
+
+fn unkeyed(t: &[u8]) -> PickRequest<'_> {
+    PickRequest {
+        text: Some(t),
+        ..Default::default()
+    }
 }
 
 #[test]
-fn spills_when_the_holder_is_overloaded() {
+fn below_threshold_goes_to_the_smallest_tree() {
+    let ca = CacheAware::new(CacheAwareConfig::default());
+    let mut rng = Rng::seeded(1);
+    hold(&ca, &text("worker zero holds a lot ", 100 * CHUNK), 0);
+    hold(&ca, &text("worker one holds a little ", 10 * CHUNK), 1);
+    hold(&ca, &text("worker two holds some ", 50 * CHUNK), 2);
+    // all idle, all loads equal: the smallest tree wins, whatever the order
+    let snap = fleet(&[0, 0, 0]);
+    let fresh = text("a prompt nobody has seen ", 20 * CHUNK);
+    assert_eq!(
+        ca.pick(&unkeyed(&fresh), &snap, &ids(3), &mut rng),
+        WorkerId(1)
+    );
+    // a short shared prefix (8 of 60 chunks, below 0.3) does not decide either
+    let mut mostly_new = text("worker zero holds a lot ", 8 * CHUNK);
+    mostly_new.extend(text("and then something else ", 52 * CHUNK));
+    let ca2 = CacheAware::new(CacheAwareConfig::default());
+    hold(&ca2, &text("worker zero holds a lot ", 100 * CHUNK), 0);
+    hold(&ca2, &text("worker one holds a little ", 10 * CHUNK), 1);
+    assert_eq!(
+        ca2.pick(&unkeyed(&mostly_new), &fleet(&[0, 0]), &ids(2), &mut rng),
+        WorkerId(1)
+    );
+}
+
+#[test]
+fn an_idle_worker_with_the_smallest_tree_comes_first() {
+    let ca = CacheAware::new(CacheAwareConfig::default());
+    let mut rng = Rng::seeded(4);
+    hold(&ca, &text("worker zero holds a lot ", 100 * CHUNK), 0);
+    hold(&ca, &text("worker one holds a little ", 10 * CHUNK), 1);
+    hold(&ca, &text("worker two holds some ", 50 * CHUNK), 2);
+    // worker 1 has the smallest tree but is busy: the idle worker with the smallest tree wins
+    let snap = fleet(&[0, 1, 0]);
+    let fresh = text("a prompt nobody has seen ", 20 * CHUNK);
+    assert_eq!(
+        ca.pick(&unkeyed(&fresh), &snap, &ids(3), &mut rng),
+        WorkerId(2)
+    );
+    // nobody idle: the smallest tree overall, even if it is not the least loaded
+    let busy = fleet(&[1, 3, 2]);
+    let fresh2 = text("another unseen prompt ", 20 * CHUNK);
+    assert_eq!(
+        ca.pick(&unkeyed(&fresh2), &busy, &ids(3), &mut rng),
+        WorkerId(1)
+    );
+}
+
+#[test]
+fn smallest_tree_ties_break_at_random() {
+    let snap = fleet(&[0, 0, 0, 0]);
+    let mut seen = [0u32; 4];
+    let mut rng = Rng::seeded(11);
+    for i in 0..200 {
+        let ca = CacheAware::new(CacheAwareConfig::default());
+        let t = text(&format!("prompt {i} "), 10 * CHUNK);
+        seen[ca.pick(&unkeyed(&t), &snap, &ids(4), &mut rng).0 as usize] += 1;
+    }
+    assert!(seen.iter().all(|&n| n > 20), "{seen:?}");
+}
+
+/// The starvation case of issue #8: four long shared system prompts, each followed by many
+/// sessions. Each prompt's first request finds no match and goes to the smallest tree, so
+/// every worker gets one prompt and its sessions.
+#[test]
+fn four_long_shared_prompts_use_all_four_workers() {
+    for seed in 0..20 {
+        let ca = CacheAware::new(CacheAwareConfig::default());
+        let stats: Vec<Arc<WorkerStats>> = (0..4).map(|_| Arc::default()).collect();
+        let snap = WorkerSnapshot::new(
+            (0..4)
+                .map(|i| WorkerEntry {
+                    id: WorkerId(i),
+                    url: format!("http://w{i}").into(),
+                    models: vec![],
+                    available: true,
+                    stats: stats[i as usize].clone(),
+                })
+                .collect(),
+        );
+        let mut rng = Rng::seeded(seed);
+        let mut served = [0u32; 4];
+        let prompts: Vec<Vec<u8>> = (0..4)
+            .map(|p| {
+                text(
+                    &format!("You are agent type {p}. Follow these rules. "),
+                    4000,
+                )
+            })
+            .collect();
+        for session in 0..40 {
+            let p = &prompts[session % 4];
+            let mut t = p.clone();
+            t.extend(text(&format!("session {session} asks something "), 300));
+            let w = ca.pick(&unkeyed(&t), &snap, &ids(4), &mut rng);
+            served[w.0 as usize] += 1;
+            // a few requests stay in flight, as in a live fleet
+            if session % 3 == 0 {
+                stats[w.0 as usize].begin();
+            }
+        }
+        assert!(served.iter().all(|&n| n > 0), "seed {seed}: {served:?}");
+    }
+}
+
+#[test]
+fn imbalance_needs_both_conditions() {
     let cfg = CacheAwareConfig {
         balance_abs_threshold: 4,
+        balance_rel_threshold: 1.5,
         ..Default::default()
     };
-    let t = text("shared prefix for spill test ", 600);
-    let req = PickRequest {
-        text: Some(&t),
-        ..Default::default()
-    };
-    let idle = fleet(&[0, 0, 0]);
+    let t = text("shared prefix for the imbalance test ", 600);
+    let mut rng = Rng::seeded(2);
     let held_by_0 = || {
         let ca = CacheAware::new(cfg);
-        ca.pick(&req, &idle, &[WorkerId(0)], &mut Rng::seeded(2));
+        hold(&ca, &t, 0);
         ca
     };
-    let mut rng = Rng::seeded(2);
-    // load 20, mean 20/3 = 6.7: 20 > 6.7 x 1.5 and 20 > 6.7 + 4, so it spills
-    let hot = fleet(&[20, 0, 0]);
-    assert_ne!(held_by_0().pick(&req, &hot, &ids(3), &mut rng), WorkerId(0));
-    // load 6, mean 2: 6 > 2 x 1.5 but not 6 > 2 + 4, so it stays with the prefix
-    let warm = fleet(&[6, 0, 0]);
+    // 10 - 0 > 4 and 10 > 0 x 1.5: imbalanced, the least loaded takes it despite the prefix
     assert_eq!(
-        held_by_0().pick(&req, &warm, &ids(3), &mut rng),
+        held_by_0().pick(&unkeyed(&t), &fleet(&[10, 0]), &ids(2), &mut rng),
+        WorkerId(1)
+    );
+    // 10 - 8 = 2, not > 4: balanced, the prefix decides
+    assert_eq!(
+        held_by_0().pick(&unkeyed(&t), &fleet(&[10, 8]), &ids(2), &mut rng),
         WorkerId(0)
     );
-    // load 7, mean 7/3: both exceeded, spills
-    let warmer = fleet(&[7, 0, 0]);
-    assert_ne!(
-        held_by_0().pick(&req, &warmer, &ids(3), &mut rng),
+    // 30 - 24 = 6 > 4, but 30 is not > 24 x 1.5 = 36: balanced
+    assert_eq!(
+        held_by_0().pick(&unkeyed(&t), &fleet(&[30, 24]), &ids(2), &mut rng),
         WorkerId(0)
     );
-}
-
-#[test]
-fn tenants_are_bounded_with_lru_eviction() {
-    let mut idx = PrefixIndex::new(64 * CHUNK);
-    let old = text("old conversation ", 32 * CHUNK);
-    let new = text("new conversation ", 48 * CHUNK);
-    idx.insert(&old, WorkerId(0));
-    assert_eq!(idx.tenant_chars(WorkerId(0)), 32 * CHUNK);
-    idx.insert(&new, WorkerId(0));
-    assert_eq!(idx.tenant_chars(WorkerId(0)), 64 * CHUNK);
-    // the newest text is intact, the oldest lost its deepest chunks and keeps its prefix
-    assert_eq!(idx.longest_match(&new, &ids(1)).0, 48 * CHUNK);
-    assert_eq!(idx.longest_match(&old, &ids(1)).0, 16 * CHUNK);
-    // other tenants are unaffected by one tenant's bound
-    idx.insert(&old, WorkerId(1));
-    assert_eq!(idx.tenant_chars(WorkerId(1)), 32 * CHUNK);
-    assert_eq!(idx.tenant_chars(WorkerId(0)), 64 * CHUNK);
-}
-
-#[test]
-fn repeated_touches_do_not_grow_the_queue_without_bound() {
-    let mut idx = PrefixIndex::new(1 << 20);
-    let t = text("same text ", 64 * CHUNK);
-    for _ in 0..200 {
-        idx.insert(&t, WorkerId(0));
-    }
-    let q = idx.tenants[&WorkerId(0)].lru.len();
-    assert!(q <= 2 * 64 + 1024 + 64, "{q}");
-    assert_eq!(idx.tenant_chars(WorkerId(0)), 64 * CHUNK);
-}
-
-#[test]
-fn a_text_longer_than_the_bound_keeps_its_prefix() {
-    // max_tree_size below the text length: the tenant keeps the text's first chunks (a prefix
-    // tree evicts leaves first), so the same text sent again still matches.
-    let mut idx = PrefixIndex::new(32 * CHUNK);
-    let t = text("long system prompt ", 64 * CHUNK);
-    idx.insert(&t, WorkerId(0));
-    assert_eq!(idx.tenant_chars(WorkerId(0)), 32 * CHUNK);
-    assert_eq!(idx.longest_match(&t, &ids(1)).0, 32 * CHUNK);
-    idx.insert(&t, WorkerId(0));
-    assert_eq!(idx.longest_match(&t, &ids(1)).0, 32 * CHUNK);
+    // 30 - 10 > 4 and 30 > 15: imbalanced
+    assert_eq!(
+        held_by_0().pick(&unkeyed(&t), &fleet(&[30, 10]), &ids(2), &mut rng),
+        WorkerId(1)
+    );
+    // the holder being the least loaded one keeps it, imbalanced or not
+    assert_eq!(
+        held_by_0().pick(&unkeyed(&t), &fleet(&[0, 30]), &ids(2), &mut rng),
+        WorkerId(0)
+    );
+    // the chosen worker becomes a tenant even when the imbalance decided
+    let ca = held_by_0();
+    ca.pick(&unkeyed(&t), &fleet(&[10, 0]), &ids(2), &mut rng);
+    let (_, holders) = prefix_index::lock(&ca.trees.get(None)).longest_match(&t, &ids(2));
+    assert_eq!(holders.len(), 2);
 }
 
 #[test]

@@ -1,0 +1,191 @@
+//! The approximate prefix tree shared by `cache_aware` and `ttft_aware`.
+//!
+//! Request text (or routing-token bytes, 4 per token) is cut into [`CHUNK`]-byte pieces, each
+//! hashed together with everything before it, so a chunk hash names a whole prefix. A worker is
+//! a tenant of every prefix it was sent. Matching walks the chunks while some candidate holds
+//! the prefix; that is a radix-tree walk without the pointer chasing, approximate to one chunk.
+//! Each index (one per model, see [`Trees`]) is bounded per tenant by `max_tree_size`
+//! characters with least-recently-used eviction, kept by a per-tenant queue whose stale entries
+//! are skipped lazily. Eviction removes a text's deepest chunks first, so a kept chunk's prefix
+//! is always kept too (as in a radix tree, leaves go before the nodes they hang from).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+use crate::WorkerId;
+use crate::hashing::U64Map;
+
+/// Bytes per indexed chunk: the granularity of the approximation.
+pub const CHUNK: usize = 32;
+
+/// One prefix index per model ("" for requests without one), created on first use.
+#[derive(Debug)]
+pub(crate) struct Trees {
+    max_tree_size: usize,
+    map: Mutex<HashMap<Box<str>, Arc<Mutex<PrefixIndex>>>>,
+}
+
+impl Trees {
+    pub(crate) fn new(max_tree_size: usize) -> Self {
+        Self {
+            max_tree_size,
+            map: Mutex::default(),
+        }
+    }
+
+    /// The index of `model`.
+    pub(crate) fn get(&self, model: Option<&str>) -> Arc<Mutex<PrefixIndex>> {
+        let model = model.unwrap_or("");
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = map.get(model) {
+            return t.clone();
+        }
+        map.entry(model.into())
+            .or_insert_with(|| Arc::new(Mutex::new(PrefixIndex::new(self.max_tree_size))))
+            .clone()
+    }
+}
+
+/// Locks an index (a poisoned lock still holds a usable index: every update keeps it valid).
+pub(crate) fn lock(index: &Mutex<PrefixIndex>) -> MutexGuard<'_, PrefixIndex> {
+    index.lock().unwrap_or_else(PoisonError::into_inner)
+}
+/// Chained-hash prefix index with per-tenant LRU bounds.
+#[derive(Debug)]
+pub(crate) struct PrefixIndex {
+    max_per_tenant: usize,
+    tick: u64,
+    nodes: U64Map<Vec<(WorkerId, u64)>>,
+    tenants: HashMap<WorkerId, Tenant>,
+}
+
+#[derive(Debug, Default)]
+struct Tenant {
+    chars: usize,
+    /// (chunk hash, tick when touched); stale when the node's tick for this tenant is newer.
+    lru: VecDeque<(u64, u64)>,
+}
+
+fn chunk_hashes(text: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    text.chunks_exact(CHUNK).scan(0u64, |prev, chunk| {
+        *prev = xxh3_64_with_seed(chunk, *prev);
+        Some(*prev)
+    })
+}
+
+impl PrefixIndex {
+    pub(crate) fn new(max_per_tenant: usize) -> Self {
+        Self {
+            max_per_tenant: max_per_tenant.max(CHUNK),
+            tick: 0,
+            nodes: U64Map::default(),
+            tenants: HashMap::new(),
+        }
+    }
+
+    /// Matched bytes and the candidates holding that longest prefix.
+    pub(crate) fn longest_match(&self, text: &[u8], cands: &[WorkerId]) -> (usize, Vec<WorkerId>) {
+        let held = |tenants: &[(WorkerId, u64)]| {
+            tenants.iter().any(|(w, _)| cands.binary_search(w).is_ok())
+        };
+        let mut depth = 0;
+        let mut deepest: &[(WorkerId, u64)] = &[];
+        for h in chunk_hashes(text) {
+            match self.nodes.get(&h) {
+                Some(tenants) if held(tenants) => {
+                    deepest = tenants;
+                    depth += 1;
+                }
+                _ => break,
+            }
+        }
+        let holders = deepest
+            .iter()
+            .map(|(w, _)| *w)
+            .filter(|w| cands.binary_search(w).is_ok())
+            .collect();
+        (depth * CHUNK, holders)
+    }
+
+    /// Makes `worker` a tenant of every prefix of `text`, then evicts its least recently used
+    /// prefixes beyond the bound. The chunks are touched deepest first, so within one text a
+    /// prefix is always more recent than its extensions: eviction removes leaves before the
+    /// prefixes they hang from (a kept chunk whose prefix is gone could never match).
+    pub(crate) fn insert(&mut self, text: &[u8], worker: WorkerId) {
+        let tenant = self.tenants.entry(worker).or_default();
+        let hashes: Vec<u64> = chunk_hashes(text).collect();
+        for &h in hashes.iter().rev() {
+            self.tick += 1;
+            let tenants = self.nodes.entry(h).or_default();
+            match tenants.iter_mut().find(|(w, _)| *w == worker) {
+                Some(slot) => slot.1 = self.tick,
+                None => {
+                    tenants.push((worker, self.tick));
+                    tenant.chars += CHUNK;
+                }
+            }
+            tenant.lru.push_back((h, self.tick));
+        }
+        while tenant.chars > self.max_per_tenant {
+            let Some((h, tick)) = tenant.lru.pop_front() else {
+                break;
+            };
+            let Some(tenants) = self.nodes.get_mut(&h) else {
+                continue;
+            };
+            if let Some(pos) = tenants.iter().position(|(w, t)| *w == worker && *t == tick) {
+                tenants.swap_remove(pos);
+                tenant.chars -= CHUNK;
+                if tenants.is_empty() {
+                    self.nodes.remove(&h);
+                }
+            }
+        }
+        // Touches leave stale queue entries behind; drop them once they dominate.
+        let live = tenant.chars / CHUNK;
+        if tenant.lru.len() > 2 * live + 1024 {
+            let nodes = &self.nodes;
+            tenant.lru.retain(|(h, tick)| {
+                nodes
+                    .get(h)
+                    .is_some_and(|ts| ts.iter().any(|(w, t)| *w == worker && t == tick))
+            });
+        }
+    }
+
+    /// Matched bytes of `text` per candidate (in `cands` order): how much of the text's
+    /// prefix each one probably holds. A walk over the chunks, stopping where no candidate
+    /// holds the prefix any more; a candidate's match ends at the first chunk it lacks.
+    #[allow(dead_code)] // ttft_aware's, next commit
+    pub(crate) fn match_per_worker(&self, text: &[u8], cands: &[WorkerId]) -> Vec<usize> {
+        let mut depth = vec![0usize; cands.len()];
+        for (i, h) in chunk_hashes(text).enumerate() {
+            let Some(tenants) = self.nodes.get(&h) else {
+                break;
+            };
+            let mut any = false;
+            for (w, _) in tenants {
+                if let Ok(c) = cands.binary_search(w)
+                    && depth[c] == i
+                {
+                    depth[c] = i + 1;
+                    any = true;
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+        depth.iter().map(|d| d * CHUNK).collect()
+    }
+
+    /// Characters held by `worker`.
+    pub(crate) fn tenant_chars(&self, worker: WorkerId) -> usize {
+        self.tenants.get(&worker).map_or(0, |t| t.chars)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -69,6 +69,7 @@ fn route(
         text,
         tokens: None,
         exclude: &[],
+        stream: None,
     };
     r.route(&req, s, now, rng).unwrap().worker
 }
@@ -168,6 +169,7 @@ fn bench_vacant_and_respill(c: &mut Criterion) {
         text: None,
         tokens: None,
         exclude: &[],
+        stream: None,
     };
     let _held: Vec<_> = (0..2)
         .map(|_| r.route(&req, &s, Duration::ZERO, &mut rng).unwrap())
@@ -241,6 +243,7 @@ fn route_keyless(r: &Router, s: &WorkerSnapshot, text: &str, rng: &mut Rng) -> W
         text: Some(text),
         tokens: None,
         exclude: &[],
+        stream: None,
     };
     r.route(&req, s, Duration::ZERO, rng).unwrap().worker
 }

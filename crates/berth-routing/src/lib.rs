@@ -41,7 +41,7 @@ pub use health::HealthTracker;
 pub use key::{HeaderList, HeaderSource, KeyConfig, KeySource, RoutingKey};
 pub use options::{DEFAULT_STICKY_INFLIGHT_CAP, RouterOptions};
 pub use pin::EvictionReason;
-pub use policy::{PolicyKind, policy_uses_routing_key};
+pub use policy::{CostModel, PolicyKind, TtftConfig, policy_uses_routing_key};
 pub use retry::is_retryable_status;
 pub use rng::Rng;
 pub use router::{

@@ -5,7 +5,7 @@
 //! that would make the router misbehave later.
 
 use crate::key::{DEFAULT_ROUTING_KEY_HEADER, KeyConfig};
-use crate::policy::{CacheAwareConfig, PolicyKind};
+use crate::policy::{CacheAwareConfig, PolicyKind, TtftConfig};
 use crate::{AssignmentMode, Error};
 
 /// Default in-flight threshold per key under the override.
@@ -41,6 +41,8 @@ pub struct RouterOptions {
     pub max_sticky_keys: usize,
     /// `--sticky-inflight-cap`: the per-key in-flight threshold under the override (>= 1).
     pub sticky_inflight_cap: u32,
+    /// `ttft_aware`'s settings (the `--ttft-*` flags).
+    pub ttft: TtftConfig,
 }
 
 impl Default for RouterOptions {
@@ -60,6 +62,7 @@ impl Default for RouterOptions {
             max_tree_size: ca.max_tree_size,
             max_sticky_keys: 0,
             sticky_inflight_cap: DEFAULT_STICKY_INFLIGHT_CAP,
+            ttft: TtftConfig::default(),
         }
     }
 }
@@ -73,6 +76,16 @@ pub(crate) enum Stickiness {
     Manual,
     /// The override on another policy: pins scoped by model and leg, with the threshold.
     Override,
+    /// `--policy ttft_aware`: pins scoped by model and leg, moved by predicted TTFT instead of
+    /// the threshold.
+    Ttft,
+}
+
+impl Stickiness {
+    /// Whether pins are scoped by model (every pin-keeping mode but `manual`).
+    pub(crate) fn scoped_by_model(self) -> bool {
+        matches!(self, Self::Override | Self::Ttft)
+    }
 }
 
 /// Validated settings.
@@ -88,6 +101,7 @@ pub(crate) struct Validated {
     pub(crate) eviction_interval_secs: u64,
     pub(crate) max_sticky_keys: usize,
     pub(crate) inflight_cap: u16,
+    pub(crate) ttft: TtftConfig,
 }
 
 impl RouterOptions {
@@ -123,8 +137,10 @@ impl RouterOptions {
         if self.max_idle_secs > u64::from(u32::MAX) {
             return Err(Error::config("--max-idle-secs", "too large"));
         }
+        validate_ttft(&self.ttft)?;
         let stickiness = match (self.policy, self.routing_key_override) {
             (PolicyKind::Manual, _) => Stickiness::Manual,
+            (PolicyKind::TtftAware, _) => Stickiness::Ttft,
             (PolicyKind::ConsistentHashing, _) | (_, false) => Stickiness::None,
             (_, true) => Stickiness::Override,
         };
@@ -160,6 +176,47 @@ impl RouterOptions {
             eviction_interval_secs: self.eviction_interval_secs,
             max_sticky_keys: self.max_sticky_keys,
             inflight_cap: self.sticky_inflight_cap as u16,
+            ttft: self.ttft,
         })
+    }
+}
+
+fn validate_ttft(t: &TtftConfig) -> Result<(), Error> {
+    let finite_at_least = |v: f64, min: f64| v.is_finite() && v >= min;
+    let checks: [(&'static str, bool, &str); 6] = [
+        (
+            "--ttft-base-ms",
+            finite_at_least(t.prior.base_ms, 0.0),
+            "must be a finite number >= 0",
+        ),
+        (
+            "--ttft-prefill-ms-per-1k-tokens",
+            finite_at_least(t.prior.per_token_ms, 0.0) && t.prior.per_token_ms > 0.0,
+            "must be a finite number > 0",
+        ),
+        (
+            "--ttft-decode-ms-per-request",
+            finite_at_least(t.prior.per_decode_ms, 0.0),
+            "must be a finite number >= 0",
+        ),
+        (
+            "--ttft-chars-per-token",
+            finite_at_least(t.chars_per_token, 0.0) && t.chars_per_token > 0.0,
+            "must be a finite number > 0",
+        ),
+        (
+            "--ttft-move-factor",
+            finite_at_least(t.move_factor, 1.0),
+            "must be a finite number >= 1",
+        ),
+        (
+            "--ttft-move-margin-ms",
+            finite_at_least(t.move_margin_ms, 0.0),
+            "must be a finite number >= 0",
+        ),
+    ];
+    match checks.into_iter().find(|(_, ok, _)| !ok) {
+        Some((flag, _, reason)) => Err(Error::config(flag, reason)),
+        None => Ok(()),
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::key::{HeaderSource, RoutingKey};
 use crate::options::{Stickiness, Validated};
 use crate::pin::{EvictionReason, PinTable};
-use crate::policy::{PickRequest, Policy, PolicyKind, policy_uses_routing_key};
+use crate::policy::{CostModel, PickRequest, Policy, PolicyKind, policy_uses_routing_key};
 use crate::{AssignmentMode, Error, Rng, RouterOptions, WorkerId, WorkerSnapshot, WorkerStats};
 
 /// Which leg of a request a decision is for; prefill and decode pins are independent.
@@ -41,17 +41,21 @@ pub enum Branch {
     NoRoutingId,
     /// No worker was available.
     NoHealthyWorkers,
+    /// `ttft_aware` moved the key: staying was predicted clearly slower than recomputing the
+    /// prompt on another worker.
+    TtftMove,
 }
 
 impl Branch {
     /// Every branch, for metric initialisation.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::OccupiedHit,
         Self::OccupiedMiss,
         Self::Vacant,
         Self::CapRespill,
         Self::NoRoutingId,
         Self::NoHealthyWorkers,
+        Self::TtftMove,
     ];
 
     /// The metric label value.
@@ -63,6 +67,7 @@ impl Branch {
             Self::CapRespill => "cap_respill",
             Self::NoRoutingId => "no_routing_id",
             Self::NoHealthyWorkers => "no_healthy_workers",
+            Self::TtftMove => "ttft_move",
         }
     }
 }
@@ -84,6 +89,9 @@ pub struct RouteRequest<'a> {
     pub tokens: Option<&'a [u32]>,
     /// Workers already tried for this request (retries): treated as unavailable.
     pub exclude: &'a [WorkerId],
+    /// Whether the response will be a stream (the body's `stream`), when the body was read;
+    /// `ttft_aware` counts a streamed request as queued prefill until its first byte.
+    pub stream: Option<bool>,
 }
 
 impl std::fmt::Debug for RouteRequest<'_> {
@@ -116,6 +124,9 @@ pub struct Lease {
     worker: WorkerId,
     stats: Option<Arc<WorkerStats>>,
     pin: Option<(Arc<PinTable>, u128)>,
+    /// `ttft_aware`: the request's entry in the worker's prefill queue, and the prior its cost
+    /// model starts from.
+    prefill: Option<(u64, CostModel)>,
 }
 
 impl Lease {
@@ -128,18 +139,43 @@ impl Lease {
         if let Some(s) = &stats {
             s.begin();
         }
-        Self { worker, stats, pin }
+        Self {
+            worker,
+            stats,
+            pin,
+            prefill: None,
+        }
+    }
+
+    /// Attaches the request's `ttft_aware` prefill-queue entry.
+    pub(crate) fn with_prefill(mut self, id: Option<u64>, prior: CostModel) -> Self {
+        self.prefill = id.map(|id| (id, prior));
+        self
     }
 
     /// The worker this lease counts against.
     pub fn worker(&self) -> WorkerId {
         self.worker
     }
+
+    /// The response's first byte reached the gateway at `now` (same epoch as `route`'s): under
+    /// `ttft_aware` the request leaves its worker's prefill queue, and when `streamed` (the
+    /// response is a stream, so the byte is the first token) its time to first byte teaches
+    /// the worker's cost model. Calls after the first do nothing.
+    pub fn first_byte(&mut self, now: Duration, streamed: bool) {
+        if let (Some((id, prior)), Some(s)) = (self.prefill.take(), &self.stats) {
+            s.ttft
+                .first_byte(id, now.as_secs_f64() * 1000.0, streamed, prior);
+        }
+    }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         if let Some(s) = &self.stats {
+            if let Some((id, _)) = self.prefill.take() {
+                s.ttft.end(id);
+            }
             s.end();
         }
         if let Some((table, key)) = &self.pin {
@@ -210,7 +246,7 @@ impl Router {
     pub fn new(opts: &RouterOptions) -> Result<Self, Error> {
         let cfg = opts.validate()?;
         Ok(Self {
-            policy: Policy::new(cfg.policy, cfg.cache),
+            policy: Policy::new(cfg.policy, cfg.cache, cfg.ttft),
             pins: Arc::new(PinTable::new(cfg.max_sticky_keys)),
             cfg,
         })
@@ -248,8 +284,18 @@ impl Router {
     /// a valid `x-smg-routing-tokens` header; `multi_model`: workers serve more than one model,
     /// so the body's `model` picks the candidates.
     pub fn body_path(&self, tokens_hint_valid: bool, multi_model: bool) -> BodyPath {
+        let text_policy = matches!(
+            self.cfg.policy,
+            PolicyKind::CacheAware | PolicyKind::TtftAware
+        );
         if self.override_on() {
             BodyPath::Buffered("routing_key_override")
+        } else if text_policy && tokens_hint_valid && !multi_model {
+            BodyPath::Streamed("routing_tokens_hint")
+        } else if text_policy && multi_model {
+            BodyPath::Buffered("model_selection")
+        } else if self.cfg.policy == PolicyKind::TtftAware {
+            BodyPath::Buffered("ttft_text")
         } else if self.cfg.policy == PolicyKind::CacheAware {
             if tokens_hint_valid && !multi_model {
                 BodyPath::Streamed("routing_tokens_hint")
@@ -263,6 +309,50 @@ impl Router {
         } else {
             BodyPath::Streamed("not_needed")
         }
+    }
+
+    /// [`Self::body_path`], plus `ttft_aware`'s sticky hot path: a request whose header key is
+    /// pinned to an available worker whose queue is not clearly worse than the others' streams
+    /// its body unread (`Streamed("ttft_pinned")`); the body is read only when the decision
+    /// needs the text (a new key, or a pin that may move).
+    pub fn request_body_path(
+        &self,
+        headers: &dyn HeaderSource,
+        tokens_hint_valid: bool,
+        multi_model: bool,
+        snap: &WorkerSnapshot,
+        now: Duration,
+    ) -> BodyPath {
+        let path = self.body_path(tokens_hint_valid, multi_model);
+        if path == BodyPath::Buffered("ttft_text") && self.ttft_pinned_fine(headers, snap, now) {
+            BodyPath::Streamed("ttft_pinned")
+        } else {
+            path
+        }
+    }
+
+    fn ttft_pinned_fine(
+        &self,
+        headers: &dyn HeaderSource,
+        snap: &WorkerSnapshot,
+        now: Duration,
+    ) -> bool {
+        let (Some(t), Some(key)) = (self.policy.ttft(), self.cfg.keys.derive(None, headers)) else {
+            return false;
+        };
+        let model = snap.only_model().map(|m| &**m);
+        let cands = snap.candidates(model);
+        let scoped = crate::sticky::scoped_key(&key.key, model, Leg::Regular);
+        let pinned = {
+            let mut shard = self.pins.lock(scoped);
+            let Some(e) = shard.get_mut(scoped) else {
+                return false;
+            };
+            e.workers.into_iter().find(|w| {
+                *w != crate::pin::slots::NONE && cands.binary_search(&WorkerId(*w)).is_ok()
+            })
+        };
+        pinned.is_some_and(|p| t.pinned_is_fine(snap, cands, WorkerId(p), now))
     }
 
     /// Decides where one request goes. `now` is monotonic time since an epoch the caller keeps
@@ -303,7 +393,21 @@ impl Router {
                 key: key.as_ref().map(|k| k.key.as_str()),
                 model: req.model,
                 text,
+                tokens_hint: req.tokens.is_some(),
+                stream: req.stream,
+                now,
             };
+            if let Some(t) = self.policy.ttft() {
+                let eval = t.evaluate(&pick, snap, &cands);
+                let worker = t.best(&eval, rng).ok_or(Error::NoAvailableWorkers)?;
+                let id = t.commit(&pick, &eval, snap, worker);
+                return Ok(Decision {
+                    worker,
+                    branch: Some(Branch::NoRoutingId),
+                    key,
+                    lease: Lease::new(worker, snap, None).with_prefill(id, t.config().prior),
+                });
+            }
             let worker = self
                 .policy
                 .pick(&pick, snap, &cands, rng)

@@ -48,28 +48,48 @@ impl Router {
         now: std::time::Duration,
         rng: &mut Rng,
     ) -> Result<Decision, Error> {
-        let scope_model = match self.cfg.stickiness {
-            Stickiness::Override => req.model,
-            _ => None,
+        let scope_model = if self.cfg.stickiness.scoped_by_model() {
+            req.model
+        } else {
+            None
         };
         let scoped = scoped_key(&key.key, scope_model, req.leg);
         let now_s = secs(now);
         let cap = self.cfg.inflight_cap;
         let threshold = self.cfg.stickiness == Stickiness::Override;
-        let delegate_failover = threshold && self.cfg.mode == AssignmentMode::Delegate;
+        let delegate_failover =
+            self.cfg.stickiness.scoped_by_model() && self.cfg.mode == AssignmentMode::Delegate;
         let pick = PickRequest {
             key: Some(&key.key),
             model: req.model,
             text,
+            tokens_hint: req.tokens.is_some(),
+            stream: req.stream,
+            now,
         };
+        // ttft_aware predicts every candidate once; placement, the move check and the
+        // request's queue entry all use that one evaluation.
+        let ttft = self.policy.ttft();
+        let eval = ttft.map(|t| t.evaluate(&pick, snap, cands));
         let place = |rng: &mut Rng| {
-            self.cfg
-                .mode
-                .pick(&self.policy, &pick, snap, cands, rng)
-                .ok_or(Error::NoAvailableWorkers)
+            let placed = match (ttft, &eval, self.cfg.mode) {
+                (Some(t), Some(e), AssignmentMode::Delegate) => t.best(e, rng),
+                _ => self.cfg.mode.pick(&self.policy, &pick, snap, cands, rng),
+            };
+            placed.ok_or(Error::NoAvailableWorkers)
+        };
+        // A pinned key whose body was read may move (ttft_aware), at most once per interval.
+        let may_move = match (ttft, &eval) {
+            (Some(t), Some(e)) if e.with_text => Some(t),
+            _ => None,
         };
 
         let mut shard = self.pins.lock(scoped);
+        let may_move = may_move.filter(|t| {
+            !shard
+                .moves
+                .recent(scoped, now_s, t.config().move_interval_secs)
+        });
         let (worker, branch) = match shard.get_mut_with_orphans(scoped) {
             None => {
                 let w = place(rng)?;
@@ -119,8 +139,22 @@ impl Router {
                         (p, Branch::CapRespill)
                     }
                     Some(i) => {
-                        e.in_flight[i] = e.in_flight[i].saturating_add(1);
-                        (WorkerId(e.workers[i]), Branch::OccupiedHit)
+                        let pinned = WorkerId(e.workers[i]);
+                        let target = may_move
+                            .zip(eval.as_ref())
+                            .and_then(|(t, ev)| t.move_target(ev, pinned, rng));
+                        match target {
+                            Some(to) => {
+                                // the new worker becomes primary, the old one its failover
+                                set_workers(e, [to.0, pinned.0], orphans, snap);
+                                bump(e, to);
+                                (to, Branch::TtftMove)
+                            }
+                            None => {
+                                e.in_flight[i] = e.in_flight[i].saturating_add(1);
+                                (pinned, Branch::OccupiedHit)
+                            }
+                        }
                     }
                     None => {
                         let p = place(rng)?;
@@ -142,12 +176,20 @@ impl Router {
                 }
             }
         };
+        if branch == Branch::TtftMove {
+            let interval = ttft.map_or(0, |t| t.config().move_interval_secs);
+            shard.moves.record(scoped, now_s, interval);
+        }
         drop(shard);
+        let mut lease = Lease::new(worker, snap, Some((self.pins.clone(), scoped)));
+        if let (Some(t), Some(e)) = (ttft, &eval) {
+            lease = lease.with_prefill(t.commit(&pick, e, snap, worker), t.config().prior);
+        }
         Ok(Decision {
             worker,
             branch: Some(branch),
             key: Some(key),
-            lease: Lease::new(worker, snap, Some((self.pins.clone(), scoped))),
+            lease,
         })
     }
 }

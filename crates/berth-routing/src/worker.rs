@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::policy::consistent::Ring;
+use crate::policy::ttft::cost::TtftStats;
 
 /// A worker's dense id. Ids are never reused while the gateway runs, so a pin that names a
 /// removed worker can never silently point at a newcomer.
@@ -24,6 +25,8 @@ pub struct WorkerId(pub u32);
 pub struct WorkerStats {
     in_flight: AtomicU32,
     pinned_keys: AtomicU32,
+    /// `ttft_aware`'s prefill queue and learned cost model for this worker.
+    pub(crate) ttft: TtftStats,
 }
 
 impl WorkerStats {
@@ -35,6 +38,12 @@ impl WorkerStats {
     /// Routing keys whose primary is this worker (`smg_worker_routing_keys_active`).
     pub fn pinned_keys(&self) -> u32 {
         self.pinned_keys.load(Ordering::Relaxed)
+    }
+
+    /// The cost model `ttft_aware` uses for this worker: `prior` until the worker has
+    /// reported first bytes, then what it learned (exported as metrics by the gateway).
+    pub fn ttft_model(&self, prior: crate::policy::CostModel) -> crate::policy::CostModel {
+        self.ttft.model(prior)
     }
 
     pub(crate) fn begin(&self) {

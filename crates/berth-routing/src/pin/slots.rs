@@ -60,6 +60,8 @@ pub(crate) struct Slots {
     /// them if the worker is remembered again, and their releases land here rather than on a
     /// newer count. Only requests in flight are kept: the map stays small and empties itself.
     pub(crate) orphans: Orphans,
+    /// When `ttft_aware` last moved a key of this shard (its hysteresis).
+    pub(crate) moves: Moves,
 }
 
 impl Default for Slots {
@@ -68,7 +70,43 @@ impl Default for Slots {
             slots: vec![EMPTY; 16],
             len: 0,
             orphans: Orphans::default(),
+            moves: Moves::default(),
         }
+    }
+}
+
+/// When each recently moved key last moved (seconds since the router's epoch). Moves are rare,
+/// so a map beside the slots costs nothing on the hot path; entries older than the interval are
+/// dropped whenever the map has doubled since it was last pruned.
+#[derive(Debug, Default)]
+pub(crate) struct Moves {
+    at: std::collections::HashMap<u128, u32>,
+    pruned_len: usize,
+}
+
+impl Moves {
+    /// Whether `key` moved less than `interval` seconds before `now`.
+    pub(crate) fn recent(&self, key: u128, now: u32, interval: u32) -> bool {
+        !self.at.is_empty()
+            && self
+                .at
+                .get(&key)
+                .is_some_and(|t| now.saturating_sub(*t) < interval)
+    }
+
+    /// `key` moved at `now`; forgets moves older than `interval`.
+    pub(crate) fn record(&mut self, key: u128, now: u32, interval: u32) {
+        self.at.insert(key, now);
+        if self.at.len() > 64 && self.at.len() > 2 * self.pruned_len {
+            self.at.retain(|_, t| now.saturating_sub(*t) < interval);
+            self.pruned_len = self.at.len();
+        }
+    }
+
+    /// Keys remembered (tests).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.at.len()
     }
 }
 

@@ -21,17 +21,21 @@ pub enum PolicyKind {
     ConsistentHashing,
     /// A key-to-worker map filled by the assignment mode.
     Manual,
+    /// The least predicted time to first token; keyed requests pinned, moved only when
+    /// staying is clearly slower (berth's own).
+    TtftAware,
 }
 
 impl PolicyKind {
     /// Every policy, in documentation order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Random,
         Self::RoundRobin,
         Self::PowerOfTwo,
         Self::CacheAware,
         Self::ConsistentHashing,
         Self::Manual,
+        Self::TtftAware,
     ];
 
     /// The wire name.
@@ -43,6 +47,7 @@ impl PolicyKind {
             Self::CacheAware => "cache_aware",
             Self::ConsistentHashing => "consistent_hashing",
             Self::Manual => "manual",
+            Self::TtftAware => "ttft_aware",
         }
     }
 }

@@ -3,7 +3,9 @@
 //! - `kind.rs`: the closed set of policy names and the `policy_uses_routing_key` predicate.
 //! - `simple.rs`: `random`, `round_robin`, `power_of_two`, and the least-loaded helper.
 //! - `consistent.rs`: the hash ring behind `consistent_hashing`.
-//! - `cache_aware.rs`: the approximate per-model prefix index behind `cache_aware`.
+//! - `prefix_index.rs`: the approximate per-model prefix tree of `cache_aware` and `ttft_aware`.
+//! - `cache_aware.rs`: SMG's cache-aware rule.
+//! - `ttft.rs` (and `ttft/cost.rs`): `ttft_aware`, placement by predicted time to first token.
 //!
 //! A policy picks one worker from the candidates the router computed (available workers that
 //! serve the request's model); it never sees unavailable workers, so it cannot return one.
@@ -13,11 +15,14 @@ pub mod consistent;
 mod kind;
 mod prefix_index;
 pub(crate) mod simple;
+pub mod ttft;
 
 pub use cache_aware::CacheAwareConfig;
 pub use kind::{PolicyKind, policy_uses_routing_key};
+pub use ttft::{CostModel, TtftConfig};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use crate::{Rng, WorkerId, WorkerSnapshot};
 
@@ -26,8 +31,14 @@ use crate::{Rng, WorkerId, WorkerSnapshot};
 pub(crate) struct PickRequest<'a> {
     pub(crate) key: Option<&'a str>,
     pub(crate) model: Option<&'a str>,
-    /// Request text (or routing-token bytes) for `cache_aware`.
+    /// Request text (or routing-token bytes) for `cache_aware` and `ttft_aware`.
     pub(crate) text: Option<&'a [u8]>,
+    /// `text` holds routing-token bytes (4 per token), not characters.
+    pub(crate) tokens_hint: bool,
+    /// Whether the response will be a stream, when the body was read (`ttft_aware`).
+    pub(crate) stream: Option<bool>,
+    /// The decision's time (`ttft_aware`'s queue estimate).
+    pub(crate) now: Duration,
 }
 
 /// A configured policy, ready to pick.
@@ -38,20 +49,32 @@ pub(crate) enum Policy {
     PowerOfTwo,
     CacheAware(cache_aware::CacheAware),
     ConsistentHashing,
+    TtftAware(ttft::TtftAware),
     /// `manual` places keyed requests through its assignment mode; what reaches `pick` is a
     /// keyless request the operator allowed, placed at random.
     Manual,
 }
 
 impl Policy {
-    pub(crate) fn new(kind: PolicyKind, cache: CacheAwareConfig) -> Self {
+    pub(crate) fn new(kind: PolicyKind, cache: CacheAwareConfig, ttft: TtftConfig) -> Self {
         match kind {
             PolicyKind::Random => Self::Random,
             PolicyKind::RoundRobin => Self::RoundRobin(AtomicUsize::new(0)),
             PolicyKind::PowerOfTwo => Self::PowerOfTwo,
             PolicyKind::CacheAware => Self::CacheAware(cache_aware::CacheAware::new(cache)),
             PolicyKind::ConsistentHashing => Self::ConsistentHashing,
+            PolicyKind::TtftAware => {
+                Self::TtftAware(ttft::TtftAware::new(ttft, cache.max_tree_size))
+            }
             PolicyKind::Manual => Self::Manual,
+        }
+    }
+
+    /// The `ttft_aware` policy, when that is the one configured.
+    pub(crate) fn ttft(&self) -> Option<&ttft::TtftAware> {
+        match self {
+            Self::TtftAware(t) => Some(t),
+            _ => None,
         }
     }
 
@@ -74,6 +97,7 @@ impl Policy {
             }
             Self::PowerOfTwo => Some(simple::power_of_two(snap, cands, rng)),
             Self::CacheAware(ca) => Some(ca.pick(req, snap, cands, rng)),
+            Self::TtftAware(t) => t.best(&t.evaluate(req, snap, cands), rng),
             Self::ConsistentHashing => match req.key {
                 Some(key) => snap.ring().lookup(key.as_bytes(), cands),
                 None => Some(cands[rng.below(cands.len())]),

@@ -158,7 +158,6 @@ impl PrefixIndex {
     /// Matched bytes of `text` per candidate (in `cands` order): how much of the text's
     /// prefix each one probably holds. A walk over the chunks, stopping where no candidate
     /// holds the prefix any more; a candidate's match ends at the first chunk it lacks.
-    #[allow(dead_code)] // ttft_aware's, next commit
     pub(crate) fn match_per_worker(&self, text: &[u8], cands: &[WorkerId]) -> Vec<usize> {
         let mut depth = vec![0usize; cands.len()];
         for (i, h) in chunk_hashes(text).enumerate() {

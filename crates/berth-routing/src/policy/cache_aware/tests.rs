@@ -44,6 +44,7 @@ fn follows_the_prefix_above_threshold() {
         key: None,
         model: Some("m"),
         text: Some(&convo),
+        ..Default::default()
     };
     let first = ca.pick(&req, &snap, &ids(4), &mut rng);
     for _ in 0..20 {
@@ -250,6 +251,7 @@ fn a_repeated_long_request_follows_its_worker() {
         key: None,
         model: None,
         text: Some(&convo),
+        ..Default::default()
     };
     let first = ca.pick(&req, &snap, &ids(4), &mut rng);
     for _ in 0..20 {

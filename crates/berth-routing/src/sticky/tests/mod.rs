@@ -14,6 +14,7 @@ mod properties;
 mod reuse;
 mod spec;
 mod threshold;
+mod ttft;
 
 use crate::key::HeaderList;
 use crate::{
@@ -92,6 +93,7 @@ pub(super) fn keyed<'a>(headers: &'a HeaderList<'a>) -> RouteRequest<'a> {
         text: None,
         tokens: None,
         exclude: &[],
+        stream: None,
     }
 }
 

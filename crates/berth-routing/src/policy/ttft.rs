@@ -1,0 +1,270 @@
+//! `ttft_aware` (berth's own): place each request where its predicted time to first token is
+//! least, and move a pinned conversation only when staying costs clearly more than
+//! recomputing its whole prompt elsewhere.
+//!
+//! Per candidate worker `w`, for a request of `P` prompt tokens (the `x-smg-routing-tokens`
+//! count, else text bytes / `chars_per_token`):
+//!
+//! ```text
+//! own(w)  = P - tokens of the prompt's prefix w probably holds (the prefix index)
+//! TTFT(w) = base(w) + per_token(w) x (queued(w) + own(w)) + per_decode(w) x decoding(w)
+//! ```
+//!
+//! `queued` and `decoding` come from what this gateway sent (see `ttft/cost.rs`), the three
+//! coefficients are learned per worker from observed first-byte times. The least predicted TTFT
+//! wins; exact ties break at random, never by worker order.
+//!
+//! Keys: `ttft_aware` pins keyed requests itself (header keys, and the body `rid` under
+//! `--routing-key-override`), scoped by model and leg. A pinned turn stays on its worker unless
+//! `TTFT(pinned) > move_factor x TTFT(best other) + move_margin_ms`, where the other worker's
+//! prediction includes recomputing everything of this prompt it does not hold; then the pin
+//! moves there (the old worker kept as failover), at most once per `move_interval_secs` per
+//! key. Keyless requests are placed by prediction, unpinned, never refused.
+//!
+//! Without the body (a pinned request whose worker is fine streams unread), the check that
+//! decides "fine" compares queues only: `TTFT(pinned, own = 0) <= move_factor x TTFT(other,
+//! own = 0) + margin` for every other candidate. A pinned worker holds at least as much of its
+//! conversation as any other, so when its queue is not worse, no move could pay off.
+
+use std::time::Duration;
+
+use super::PickRequest;
+use super::prefix_index::{self, Trees};
+use crate::{Rng, WorkerId, WorkerSnapshot};
+
+pub mod cost;
+
+pub use cost::CostModel;
+use cost::{Prediction, Streaming};
+
+/// `ttft_aware` settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TtftConfig {
+    /// Starting cost model of every worker (`--ttft-base-ms`, `--ttft-prefill-ms-per-1k-tokens`,
+    /// `--ttft-decode-ms-per-request`).
+    pub prior: CostModel,
+    /// Characters per token when the prompt is text (`--ttft-chars-per-token`).
+    pub chars_per_token: f64,
+    /// A pin moves only when staying is predicted to cost more than this factor times the best
+    /// alternative (`--ttft-move-factor`, >= 1)...
+    pub move_factor: f64,
+    /// ...plus this margin (`--ttft-move-margin-ms`).
+    pub move_margin_ms: f64,
+    /// A key's pin moves at most once per this period (`--ttft-move-interval-secs`).
+    pub move_interval_secs: u32,
+}
+
+impl Default for TtftConfig {
+    fn default() -> Self {
+        Self {
+            prior: CostModel {
+                base_ms: 10.0,
+                per_token_ms: 0.1,
+                per_decode_ms: 0.5,
+            },
+            chars_per_token: 4.0,
+            move_factor: 1.5,
+            move_margin_ms: 100.0,
+            move_interval_secs: 30,
+        }
+    }
+}
+
+/// One candidate's prediction for one request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Estimate {
+    pub(crate) worker: WorkerId,
+    pub(crate) own_tokens: f64,
+    pub(crate) prediction: Prediction,
+}
+
+/// Every candidate's prediction for one request, in candidate order.
+#[derive(Debug, Clone)]
+pub(crate) struct Evaluation {
+    /// Whether the request's prompt was known (text or tokens).
+    pub(crate) with_text: bool,
+    pub(crate) estimates: Vec<Estimate>,
+}
+
+impl Evaluation {
+    pub(crate) fn of(&self, w: WorkerId) -> Option<&Estimate> {
+        self.estimates.iter().find(|e| e.worker == w)
+    }
+}
+
+/// The policy: the prefix index per model and the settings.
+#[derive(Debug)]
+pub(crate) struct TtftAware {
+    cfg: TtftConfig,
+    trees: Trees,
+}
+
+fn ms(now: Duration) -> f64 {
+    now.as_secs_f64() * 1000.0
+}
+
+impl TtftAware {
+    pub(crate) fn new(cfg: TtftConfig, max_tree_size: usize) -> Self {
+        Self {
+            cfg,
+            trees: Trees::new(max_tree_size),
+        }
+    }
+
+    pub(crate) fn config(&self) -> &TtftConfig {
+        &self.cfg
+    }
+
+    /// Bytes of index per token of prompt (routing tokens are indexed as 4 bytes each).
+    fn bytes_per_token(&self, req: &PickRequest<'_>) -> f64 {
+        if req.tokens_hint {
+            4.0
+        } else {
+            self.cfg.chars_per_token
+        }
+    }
+
+    /// Predicts the request on every candidate.
+    pub(crate) fn evaluate(
+        &self,
+        req: &PickRequest<'_>,
+        snap: &WorkerSnapshot,
+        cands: &[WorkerId],
+    ) -> Evaluation {
+        let now = ms(req.now);
+        let text = req.text.filter(|t| !t.is_empty());
+        let per = self.bytes_per_token(req);
+        let matched = match text {
+            Some(t) => prefix_index::lock(&self.trees.get(req.model)).match_per_worker(t, cands),
+            None => vec![0; cands.len()],
+        };
+        let prompt = text.map_or(0.0, |t| t.len() as f64 / per);
+        let estimates = cands
+            .iter()
+            .zip(matched)
+            .map(|(&w, m)| {
+                let Some(stats) = snap.stats(w) else {
+                    return Estimate {
+                        worker: w,
+                        own_tokens: prompt,
+                        prediction: Prediction {
+                            ttft_ms: f64::INFINITY,
+                            ahead_tokens: 0.0,
+                            decoding: 0.0,
+                        },
+                    };
+                };
+                let own = match text {
+                    Some(_) => (prompt - m as f64 / per).max(0.0),
+                    None => stats.ttft.mean_own_tokens(),
+                };
+                let prediction = stats
+                    .ttft
+                    .predict(now, stats.in_flight(), own, self.cfg.prior);
+                Estimate {
+                    worker: w,
+                    own_tokens: own,
+                    prediction,
+                }
+            })
+            .collect();
+        Evaluation {
+            with_text: text.is_some(),
+            estimates,
+        }
+    }
+
+    /// The candidate with the least predicted TTFT; exact ties at random.
+    pub(crate) fn best(&self, eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
+        best_of(eval.estimates.iter(), rng)
+    }
+
+    /// Where a key pinned to `pinned` should move, if staying is predicted to cost more than
+    /// `move_factor x` the best other worker `+ move_margin_ms`.
+    pub(crate) fn move_target(
+        &self,
+        eval: &Evaluation,
+        pinned: WorkerId,
+        rng: &mut Rng,
+    ) -> Option<WorkerId> {
+        let stay = eval.of(pinned)?.prediction.ttft_ms;
+        let others = eval.estimates.iter().filter(|e| e.worker != pinned);
+        let to = best_of(others, rng)?;
+        let alt = eval.of(to)?.prediction.ttft_ms;
+        (stay > self.cfg.move_factor * alt + self.cfg.move_margin_ms).then_some(to)
+    }
+
+    /// The check without the body: whether `pinned`'s queue is not clearly worse than every
+    /// other candidate's (see the module docs).
+    pub(crate) fn pinned_is_fine(
+        &self,
+        snap: &WorkerSnapshot,
+        cands: &[WorkerId],
+        pinned: WorkerId,
+        now: Duration,
+    ) -> bool {
+        let now = ms(now);
+        let queue_only = |w: WorkerId| {
+            snap.stats(w).map_or(f64::INFINITY, |s| {
+                s.ttft
+                    .predict(now, s.in_flight(), 0.0, self.cfg.prior)
+                    .ttft_ms
+            })
+        };
+        let stay = queue_only(pinned);
+        cands
+            .iter()
+            .filter(|w| **w != pinned)
+            .all(|&w| stay <= self.cfg.move_factor * queue_only(w) + self.cfg.move_margin_ms)
+    }
+
+    /// The request goes to `chosen`: it becomes a tenant of the text, and its prefill joins
+    /// `chosen`'s queue. Returns the pending id for the lease.
+    pub(crate) fn commit(
+        &self,
+        req: &PickRequest<'_>,
+        eval: &Evaluation,
+        snap: &WorkerSnapshot,
+        chosen: WorkerId,
+    ) -> Option<u64> {
+        if let Some(t) = req.text.filter(|t| !t.is_empty()) {
+            prefix_index::lock(&self.trees.get(req.model)).insert(t, chosen);
+        }
+        let stats = snap.stats(chosen)?;
+        let est = eval.of(chosen)?;
+        let streaming = match req.stream {
+            Some(true) => Streaming::Yes,
+            Some(false) => Streaming::No,
+            None => Streaming::Unknown,
+        };
+        Some(stats.ttft.dispatch(
+            ms(req.now),
+            est.own_tokens,
+            eval.with_text,
+            est.prediction,
+            streaming,
+        ))
+    }
+}
+
+fn best_of<'a>(estimates: impl Iterator<Item = &'a Estimate>, rng: &mut Rng) -> Option<WorkerId> {
+    let mut best: Option<(WorkerId, f64)> = None;
+    let mut ties = 0usize;
+    for e in estimates {
+        let t = e.prediction.ttft_ms;
+        match best {
+            Some((_, b)) if t > b => {}
+            Some((_, b)) if t == b => {
+                ties += 1;
+                if rng.below(ties) == 0 {
+                    best = Some((e.worker, t));
+                }
+            }
+            _ => {
+                best = Some((e.worker, t));
+                ties = 1;
+            }
+        }
+    }
+    best.map(|(w, _)| w)
+}

@@ -1,0 +1,288 @@
+//! Per-worker state of `ttft_aware`: the prefill queue the gateway has sent, and the learned
+//! cost model that turns it into milliseconds.
+//!
+//! **Queue.** Every request `ttft_aware` places is *pending* on its worker from dispatch until
+//! its first response byte, with its estimated uncached prompt tokens. The gateway sees the
+//! first byte itself, so the queue needs no polling of the worker. A request whose response is
+//! not a stream only shows its first byte when it is complete, so its tokens count only until
+//! its predicted time to first token has passed (twice that when the gateway did not read the
+//! body and cannot tell). The work left in the queue is the pending tokens' cost minus the time
+//! the worker has had since the oldest pending request was sent (prefill is served in order).
+//!
+//! **Cost model.** Predicted TTFT = `base + per_token x (queued + own uncached tokens) +
+//! per_decode x requests decoding`, with three coefficients per worker, learned online from
+//! the first-byte times of streamed responses by least squares over exponentially weighted
+//! sufficient statistics (weight [`LEARN_RATE`] per sample). The statistics start as one
+//! sample's worth of pseudo-data that the starting values (flags) fit exactly, so a worker with
+//! few samples predicts close to them, and their weight decays like any old sample's (about 5%
+//! after 60 first bytes); a tiny ridge towards them keeps a coefficient the samples cannot
+//! tell apart (e.g. the decode cost when nothing ever decodes) where it started. No
+//! coefficient goes below zero.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Weight of the newest sample in the exponentially weighted statistics (about the last 20
+/// first-byte times dominate).
+pub const LEARN_RATE: f64 = 0.05;
+
+/// Ridge towards the starting values, for conditioning only.
+const RIDGE: f64 = 1e-4;
+
+/// The coefficients of the TTFT model, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostModel {
+    /// Fixed time to a first byte (network, scheduling, one decode step).
+    pub base_ms: f64,
+    /// Prefill time per uncached prompt token.
+    pub per_token_ms: f64,
+    /// Added per request decoding on the worker (decode steps interleaved with prefill).
+    pub per_decode_ms: f64,
+}
+
+impl CostModel {
+    fn as_vec(self) -> [f64; 3] {
+        [self.base_ms, self.per_token_ms * 1000.0, self.per_decode_ms]
+    }
+
+    fn from_vec(v: [f64; 3]) -> Self {
+        Self {
+            base_ms: v[0].max(0.0),
+            per_token_ms: (v[1] / 1000.0).max(1e-6),
+            per_decode_ms: v[2].max(0.0),
+        }
+    }
+}
+
+/// What one placement expects on one worker.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Prediction {
+    /// Predicted time to first token, ms.
+    pub(crate) ttft_ms: f64,
+    /// Tokens of prefill queued ahead of this request.
+    pub(crate) ahead_tokens: f64,
+    /// Requests past their prefill.
+    pub(crate) decoding: f64,
+}
+
+/// The per-worker state (inside [`crate::WorkerStats`]).
+#[derive(Debug, Default)]
+pub(crate) struct TtftStats(Mutex<Inner>);
+
+#[derive(Debug, Default)]
+struct Inner {
+    pending: Vec<Pending>,
+    next_id: u64,
+    learned: Option<Learned>,
+    /// Weighted mean of own uncached tokens of the requests placed with text, for requests
+    /// routed without their body.
+    mean_own_tokens: f64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    id: u64,
+    own_tokens: f64,
+    ahead_tokens: f64,
+    decoding: f64,
+    sent_ms: f64,
+    /// When the request stops counting as queued prefill (responses that are not streams).
+    counts_until_ms: Option<f64>,
+}
+
+/// Exponentially weighted sufficient statistics of `y = x . theta` and their solution.
+#[derive(Debug, Clone, Copy)]
+struct Learned {
+    xx: [[f64; 3]; 3],
+    xy: [f64; 3],
+    model: CostModel,
+}
+
+/// Whether a placed request's response is known to be a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Streaming {
+    /// Yes: it counts as queued until its first byte.
+    Yes,
+    /// No: it counts until its predicted first byte.
+    No,
+    /// Unknown (body not read): it counts until twice its predicted first byte.
+    Unknown,
+}
+
+impl TtftStats {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cost model in force (`prior` until the worker has reported first bytes).
+    pub(crate) fn model(&self, prior: CostModel) -> CostModel {
+        self.lock().learned.map_or(prior, |l| l.model)
+    }
+
+    /// Mean own uncached tokens of recent placements with text.
+    pub(crate) fn mean_own_tokens(&self) -> f64 {
+        self.lock().mean_own_tokens
+    }
+
+    /// Predicts a request with `own_tokens` uncached tokens on this worker at `now_ms`, with
+    /// `in_flight` requests of this gateway on it.
+    pub(crate) fn predict(
+        &self,
+        now_ms: f64,
+        in_flight: u32,
+        own_tokens: f64,
+        prior: CostModel,
+    ) -> Prediction {
+        let inner = self.lock();
+        let m = inner.learned.map_or(prior, |l| l.model);
+        let mut queued = 0.0;
+        let mut active = 0u32;
+        let mut oldest = f64::INFINITY;
+        for p in &inner.pending {
+            if p.counts_until_ms.is_none_or(|t| now_ms < t) {
+                queued += p.own_tokens;
+                active += 1;
+                oldest = oldest.min(p.sent_ms);
+            }
+        }
+        let elapsed = if active > 0 {
+            (now_ms - oldest).max(0.0)
+        } else {
+            0.0
+        };
+        let queue_ms = (m.per_token_ms * queued - elapsed).max(0.0);
+        let ahead_tokens = queue_ms / m.per_token_ms;
+        let decoding = f64::from(in_flight.saturating_sub(active));
+        Prediction {
+            ttft_ms: m.base_ms
+                + m.per_token_ms * (ahead_tokens + own_tokens)
+                + m.per_decode_ms * decoding,
+            ahead_tokens,
+            decoding,
+        }
+    }
+
+    /// Records a dispatched request; returns its id for [`Self::first_byte`] / [`Self::end`].
+    pub(crate) fn dispatch(
+        &self,
+        now_ms: f64,
+        own_tokens: f64,
+        with_text: bool,
+        predicted: Prediction,
+        streaming: Streaming,
+    ) -> u64 {
+        let mut inner = self.lock();
+        inner.next_id += 1;
+        let id = inner.next_id;
+        if with_text {
+            inner.mean_own_tokens += LEARN_RATE * (own_tokens - inner.mean_own_tokens);
+        }
+        let horizon = predicted.ttft_ms.max(1.0);
+        inner.pending.push(Pending {
+            id,
+            own_tokens,
+            ahead_tokens: predicted.ahead_tokens,
+            decoding: predicted.decoding,
+            sent_ms: now_ms,
+            counts_until_ms: match streaming {
+                Streaming::Yes => None,
+                Streaming::No => Some(now_ms + horizon),
+                Streaming::Unknown => Some(now_ms + 2.0 * horizon),
+            },
+        });
+        id
+    }
+
+    /// The request's first response byte arrived at `now_ms`: it leaves the queue, and when
+    /// `learn` (a streamed response, so the byte is the first token) its time teaches the model.
+    pub(crate) fn first_byte(&self, id: u64, now_ms: f64, learn: bool, prior: CostModel) {
+        let mut inner = self.lock();
+        let Some(pos) = inner.pending.iter().position(|p| p.id == id) else {
+            return;
+        };
+        let p = inner.pending.swap_remove(pos);
+        if learn {
+            let x = [1.0, (p.ahead_tokens + p.own_tokens) / 1000.0, p.decoding];
+            let y = (now_ms - p.sent_ms).max(0.0);
+            let learned = inner.learned.get_or_insert_with(|| Learned::new(prior));
+            learned.observe(x, y, prior);
+        }
+    }
+
+    /// The request ended (or failed) without a first byte: it leaves the queue.
+    pub(crate) fn end(&self, id: u64) {
+        let mut inner = self.lock();
+        if let Some(pos) = inner.pending.iter().position(|p| p.id == id) {
+            inner.pending.swap_remove(pos);
+        }
+    }
+
+    /// Requests pending on this worker (tests).
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> usize {
+        self.lock().pending.len()
+    }
+}
+
+impl Learned {
+    /// One sample's worth of pseudo-data at unit features that `prior` fits exactly.
+    fn new(prior: CostModel) -> Self {
+        let mut xx = [[0.0; 3]; 3];
+        for (i, row) in xx.iter_mut().enumerate() {
+            row[i] = 1.0;
+        }
+        Self {
+            xx,
+            xy: prior.as_vec(),
+            model: prior,
+        }
+    }
+
+    fn observe(&mut self, x: [f64; 3], y: f64, prior: CostModel) {
+        for i in 0..3 {
+            for j in 0..3 {
+                self.xx[i][j] += LEARN_RATE * (x[i] * x[j] - self.xx[i][j]);
+            }
+            self.xy[i] += LEARN_RATE * (x[i] * y - self.xy[i]);
+        }
+        // (XX + r I) theta = XY + r theta0
+        let p = prior.as_vec();
+        let mut a = self.xx;
+        let mut b = self.xy;
+        for i in 0..3 {
+            a[i][i] += RIDGE;
+            b[i] += RIDGE * p[i];
+        }
+        if let Some(theta) = solve3(a, b) {
+            self.model = CostModel::from_vec(theta);
+        }
+    }
+}
+
+/// Solves `a x = b` by Gaussian elimination with partial pivoting; `None` when singular.
+fn solve3(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
+    for col in 0..3 {
+        let pivot = (col..3).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if a[pivot][col].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(col, pivot);
+        b.swap(col, pivot);
+        for row in col + 1..3 {
+            let f = a[row][col] / a[col][col];
+            let top = a[col];
+            for (v, t) in a[row].iter_mut().zip(top).skip(col) {
+                *v -= f * t;
+            }
+            b[row] -= f * b[col];
+        }
+    }
+    let mut x = [0.0; 3];
+    for row in (0..3).rev() {
+        let s: f64 = (row + 1..3).map(|k| a[row][k] * x[k]).sum();
+        x[row] = (b[row] - s) / a[row][row];
+    }
+    x.iter().all(|v| v.is_finite()).then_some(x)
+}
+
+#[cfg(test)]
+mod tests;

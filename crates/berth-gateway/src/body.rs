@@ -13,6 +13,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
+use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::pool::Conn;
 use crate::routing::Lease;
@@ -46,6 +47,10 @@ pub struct RequestGuard {
     pub(crate) conn: Option<Conn>,
     pub(crate) start: Instant,
     pub(crate) metrics: std::sync::Arc<Metrics>,
+    /// The routing clock, for the lease's first-byte time (`ttft_aware` learns from it).
+    pub(crate) clock: std::sync::Arc<Clock>,
+    /// The response is a server-sent event stream, so its first data frame is the first token.
+    pub(crate) event_stream: bool,
     pub(crate) first_byte_seen: bool,
 }
 
@@ -60,6 +65,9 @@ impl RequestGuard {
     fn on_data(&mut self) {
         if !self.first_byte_seen {
             self.first_byte_seen = true;
+            if let Some(lease) = self.lease.as_mut() {
+                lease.first_byte(self.clock.now(), self.event_stream);
+            }
             self.metrics
                 .ttft
                 .observe(self.start.elapsed().as_secs_f64());

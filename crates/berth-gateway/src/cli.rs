@@ -28,8 +28,8 @@ pub struct Args {
     /// Worker base URLs, e.g. http://10.0.0.1:8000 (space-separated).
     #[arg(long, num_args = 1..)]
     pub worker_urls: Vec<String>,
-    /// Routing policy: random, round_robin, power_of_two, cache_aware, consistent_hashing, manual
-    /// [default: cache_aware].
+    /// Routing policy: random, round_robin, power_of_two, cache_aware, consistent_hashing, manual,
+    /// ttft_aware [default: cache_aware].
     #[arg(long)]
     pub policy: Option<String>,
     /// Pin keyed requests (body rid or routing-key header) on top of any policy.
@@ -68,6 +68,29 @@ pub struct Args {
     /// cache_aware: maximum prefix-tree size per worker [default: 67108864].
     #[arg(long)]
     pub max_tree_size: Option<usize>,
+    /// ttft_aware: starting fixed time to first byte of every worker, ms [default: 10].
+    #[arg(long)]
+    pub ttft_base_ms: Option<f64>,
+    /// ttft_aware: starting prefill cost of every worker, ms per 1000 uncached prompt tokens
+    /// [default: 100].
+    #[arg(long)]
+    pub ttft_prefill_ms_per_1k_tokens: Option<f64>,
+    /// ttft_aware: starting cost of each request decoding on a worker, ms [default: 0.5].
+    #[arg(long)]
+    pub ttft_decode_ms_per_request: Option<f64>,
+    /// ttft_aware: characters per token when the prompt is text [default: 4].
+    #[arg(long)]
+    pub ttft_chars_per_token: Option<f64>,
+    /// ttft_aware: a pin moves only when staying is predicted slower than this factor times the
+    /// best other worker (plus --ttft-move-margin-ms) [default: 1.5].
+    #[arg(long)]
+    pub ttft_move_factor: Option<f64>,
+    /// ttft_aware: margin of the move rule, ms [default: 100].
+    #[arg(long)]
+    pub ttft_move_margin_ms: Option<f64>,
+    /// ttft_aware: a key's pin moves at most once per this many seconds [default: 30].
+    #[arg(long)]
+    pub ttft_move_interval_secs: Option<u32>,
     /// Largest accepted request body in bytes; larger gets 413 [default: 536870912].
     #[arg(long)]
     pub max_payload_size: Option<usize>,
@@ -163,6 +186,19 @@ impl Args {
             balance_abs_threshold: self.balance_abs_threshold.or(file.balance_abs_threshold),
             balance_rel_threshold: self.balance_rel_threshold.or(file.balance_rel_threshold),
             max_tree_size: self.max_tree_size.or(file.max_tree_size),
+            ttft_base_ms: self.ttft_base_ms.or(file.ttft_base_ms),
+            ttft_prefill_ms_per_1k_tokens: self
+                .ttft_prefill_ms_per_1k_tokens
+                .or(file.ttft_prefill_ms_per_1k_tokens),
+            ttft_decode_ms_per_request: self
+                .ttft_decode_ms_per_request
+                .or(file.ttft_decode_ms_per_request),
+            ttft_chars_per_token: self.ttft_chars_per_token.or(file.ttft_chars_per_token),
+            ttft_move_factor: self.ttft_move_factor.or(file.ttft_move_factor),
+            ttft_move_margin_ms: self.ttft_move_margin_ms.or(file.ttft_move_margin_ms),
+            ttft_move_interval_secs: self
+                .ttft_move_interval_secs
+                .or(file.ttft_move_interval_secs),
             max_payload_size: self.max_payload_size.or(file.max_payload_size),
             request_timeout_secs: self.request_timeout_secs.or(file.request_timeout_secs),
             retry_max_retries: self.retry_max_retries.or(file.retry_max_retries),
@@ -282,6 +318,17 @@ impl GatewayConfig {
         set(&mut r.max_tree_size, args.max_tree_size);
         set(&mut r.max_sticky_keys, args.max_sticky_keys);
         set(&mut r.sticky_inflight_cap, args.sticky_inflight_cap);
+        let t = &mut r.ttft;
+        set(&mut t.prior.base_ms, args.ttft_base_ms);
+        set(
+            &mut t.prior.per_token_ms,
+            args.ttft_prefill_ms_per_1k_tokens.map(|v| v / 1000.0),
+        );
+        set(&mut t.prior.per_decode_ms, args.ttft_decode_ms_per_request);
+        set(&mut t.chars_per_token, args.ttft_chars_per_token);
+        set(&mut t.move_factor, args.ttft_move_factor);
+        set(&mut t.move_margin_ms, args.ttft_move_margin_ms);
+        set(&mut t.move_interval_secs, args.ttft_move_interval_secs);
         set(&mut c.max_payload_size, args.max_payload_size);
         set(
             &mut c.request_timeout,

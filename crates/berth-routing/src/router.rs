@@ -11,7 +11,8 @@ use std::time::Duration;
 use crate::key::{HeaderSource, RoutingKey};
 use crate::options::{Stickiness, Validated};
 use crate::pin::{EvictionReason, PinTable};
-use crate::policy::{CostModel, PickRequest, Policy, PolicyKind, policy_uses_routing_key};
+use crate::policy::ttft::cost::FleetCost;
+use crate::policy::{PickRequest, Policy, PolicyKind, policy_uses_routing_key};
 use crate::{AssignmentMode, Error, Rng, RouterOptions, WorkerId, WorkerSnapshot, WorkerStats};
 
 /// Which leg of a request a decision is for; prefill and decode pins are independent.
@@ -124,9 +125,9 @@ pub struct Lease {
     worker: WorkerId,
     stats: Option<Arc<WorkerStats>>,
     pin: Option<(Arc<PinTable>, u128)>,
-    /// `ttft_aware`: the request's entry in the worker's prefill queue, and the prior its cost
-    /// model starts from.
-    prefill: Option<(u64, CostModel)>,
+    /// `ttft_aware`: the request's entry in the worker's prefill queue, and the fleet's pooled
+    /// cost model its first byte also teaches.
+    prefill: Option<(u64, Arc<FleetCost>)>,
 }
 
 impl Lease {
@@ -148,8 +149,8 @@ impl Lease {
     }
 
     /// Attaches the request's `ttft_aware` prefill-queue entry.
-    pub(crate) fn with_prefill(mut self, id: Option<u64>, prior: CostModel) -> Self {
-        self.prefill = id.map(|id| (id, prior));
+    pub(crate) fn with_prefill(mut self, id: Option<u64>, fleet: &Arc<FleetCost>) -> Self {
+        self.prefill = id.map(|id| (id, fleet.clone()));
         self
     }
 
@@ -163,9 +164,9 @@ impl Lease {
     /// response is a stream, so the byte is the first token) its time to first byte teaches
     /// the worker's cost model. Calls after the first do nothing.
     pub fn first_byte(&mut self, now: Duration, streamed: bool) {
-        if let (Some((id, prior)), Some(s)) = (self.prefill.take(), &self.stats) {
+        if let (Some((id, fleet)), Some(s)) = (self.prefill.take(), &self.stats) {
             s.ttft
-                .first_byte(id, now.as_secs_f64() * 1000.0, streamed, prior);
+                .first_byte(id, now.as_secs_f64() * 1000.0, streamed, &fleet);
         }
     }
 }
@@ -405,7 +406,7 @@ impl Router {
                     worker,
                     branch: Some(Branch::NoRoutingId),
                     key,
-                    lease: Lease::new(worker, snap, None).with_prefill(id, t.config().prior),
+                    lease: Lease::new(worker, snap, None).with_prefill(id, t.fleet()),
                 });
             }
             let worker = self

@@ -183,7 +183,7 @@ impl Router {
         drop(shard);
         let mut lease = Lease::new(worker, snap, Some((self.pins.clone(), scoped)));
         if let (Some(t), Some(e)) = (ttft, &eval) {
-            lease = lease.with_prefill(t.commit(&pick, e, snap, worker), t.config().prior);
+            lease = lease.with_prefill(t.commit(&pick, e, snap, worker), t.fleet());
         }
         Ok(Decision {
             worker,

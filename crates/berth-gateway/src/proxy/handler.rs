@@ -110,7 +110,13 @@ async fn forward(
         .headers
         .get(ROUTING_TOKENS)
         .and_then(|v| parse_routing_tokens(v.as_bytes()));
-    let core_path = state.router.body_path(tokens.is_some(), view.multi_model);
+    let core_path = state.router.request_body_path(
+        &HeaderMapSource(&parts.headers),
+        tokens.is_some(),
+        view.multi_model,
+        &view.snapshot,
+        state.clock.now(),
+    );
     // Routing reads the body only when the core asks; rank workers need it held to add the rank.
     let inspect_body = matches!(core_path, BodyPath::Buffered(_));
     let body_path = match core_path {
@@ -133,7 +139,10 @@ async fn forward(
     // `stream` for the requests metric: `None` when the body was not read as a JSON object.
     let (mut held, inspected, stream) = if inspect_body {
         let bytes = read_limited(body, max).await?;
-        let want_text = state.config.router.policy == PolicyKind::CacheAware && tokens.is_none();
+        let want_text = matches!(
+            state.config.router.policy,
+            PolicyKind::CacheAware | PolicyKind::TtftAware
+        ) && tokens.is_none();
         let inspected = inspect(&bytes, want_text)?;
         let stream = Some(inspected.stream);
         (Held::Buffered(bytes), inspected, stream)
@@ -196,6 +205,7 @@ async fn forward(
             text: inspected.text.as_deref(),
             tokens: tokens.as_deref(),
             exclude,
+            stream: inspect_body.then_some(inspected.stream),
         };
         let now = state.clock.now();
         with_rng(|rng| state.router.route(&req, &view.snapshot, now, rng))
@@ -313,6 +323,16 @@ fn route_error(state: &AppState, e: RouteError) -> GatewayError {
 }
 
 fn record_decision(state: &AppState, d: &Decision, worker: &Worker, model: Option<&str>) {
+    // Every decision of a pin-keeping router has a branch, keyless ones (`no_routing_id`)
+    // included.
+    let branch = d.branch.map(|b| b.as_str());
+    if let Some(branch) = branch {
+        state
+            .metrics
+            .branch
+            .get_or_create(&BranchLabels { branch })
+            .inc();
+    }
     if let Some(key) = &d.key {
         state
             .metrics
@@ -321,14 +341,6 @@ fn record_decision(state: &AppState, d: &Decision, worker: &Worker, model: Optio
                 source: key.source.as_str(),
             })
             .inc();
-        let branch = d.branch.map(|b| b.as_str());
-        if let Some(branch) = branch {
-            state
-                .metrics
-                .branch
-                .get_or_create(&BranchLabels { branch })
-                .inc();
-        }
         tracing::debug!(
             source = key.source.as_str(),
             key = %key.key,
@@ -353,11 +365,17 @@ fn respond(
     parts
         .headers
         .insert(ROUTED_WORKER, worker.url_header.clone());
+    let event_stream = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     let guard = RequestGuard {
         lease: Some(decision.lease),
         conn: Some(conn),
         start,
         metrics: state.metrics.clone(),
+        clock: state.clock.clone(),
+        event_stream,
         first_byte_seen: false,
     };
     Response::from_parts(

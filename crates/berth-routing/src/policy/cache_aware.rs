@@ -43,7 +43,7 @@ impl Default for CacheAwareConfig {
             cache_threshold: 0.3,
             balance_abs_threshold: 64,
             balance_rel_threshold: 1.5,
-            max_tree_size: 1 << 24,
+            max_tree_size: 1 << 26,
         }
     }
 }

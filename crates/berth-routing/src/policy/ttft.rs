@@ -26,6 +26,7 @@
 //! own = 0) + margin` for every other candidate. A pinned worker holds at least as much of its
 //! conversation as any other, so when its queue is not worse, no move could pay off.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::PickRequest;
@@ -35,7 +36,13 @@ use crate::{Rng, WorkerId, WorkerSnapshot};
 pub mod cost;
 
 pub use cost::CostModel;
-use cost::{Prediction, Streaming};
+use cost::{FleetCost, Prediction, Streaming};
+
+/// Predictions this close to the best (absolute, ms, or relative) count as ties: a difference
+/// no client could notice must not decide, or an idle fleet would send everything to whichever
+/// worker measured a hair faster.
+const TIE_MS: f64 = 1.0;
+const TIE_REL: f64 = 0.01;
 
 /// `ttft_aware` settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,6 +104,7 @@ impl Evaluation {
 pub(crate) struct TtftAware {
     cfg: TtftConfig,
     trees: Trees,
+    fleet: Arc<FleetCost>,
 }
 
 fn ms(now: Duration) -> f64 {
@@ -108,11 +116,17 @@ impl TtftAware {
         Self {
             cfg,
             trees: Trees::new(max_tree_size),
+            fleet: Arc::new(FleetCost::new(cfg.prior)),
         }
     }
 
     pub(crate) fn config(&self) -> &TtftConfig {
         &self.cfg
+    }
+
+    /// The fleet's pooled cost model (leases feed it first bytes).
+    pub(crate) fn fleet(&self) -> &Arc<FleetCost> {
+        &self.fleet
     }
 
     /// Bytes of index per token of prompt (routing tokens are indexed as 4 bytes each).
@@ -132,6 +146,7 @@ impl TtftAware {
         cands: &[WorkerId],
     ) -> Evaluation {
         let now = ms(req.now);
+        let fleet = self.fleet.model();
         let text = req.text.filter(|t| !t.is_empty());
         let per = self.bytes_per_token(req);
         let matched = match text {
@@ -158,9 +173,7 @@ impl TtftAware {
                     Some(_) => (prompt - m as f64 / per).max(0.0),
                     None => stats.ttft.mean_own_tokens(),
                 };
-                let prediction = stats
-                    .ttft
-                    .predict(now, stats.in_flight(), own, self.cfg.prior);
+                let prediction = stats.ttft.predict(now, stats.in_flight(), own, fleet);
                 Estimate {
                     worker: w,
                     own_tokens: own,
@@ -174,7 +187,8 @@ impl TtftAware {
         }
     }
 
-    /// The candidate with the least predicted TTFT; exact ties at random.
+    /// The candidate with the least predicted TTFT; ties (within [`TIE_MS`] or [`TIE_REL`] of
+    /// the best) at random.
     pub(crate) fn best(&self, eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
         best_of(eval.estimates.iter(), rng)
     }
@@ -204,11 +218,10 @@ impl TtftAware {
         now: Duration,
     ) -> bool {
         let now = ms(now);
+        let fleet = self.fleet.model();
         let queue_only = |w: WorkerId| {
             snap.stats(w).map_or(f64::INFINITY, |s| {
-                s.ttft
-                    .predict(now, s.in_flight(), 0.0, self.cfg.prior)
-                    .ttft_ms
+                s.ttft.predict(now, s.in_flight(), 0.0, fleet).ttft_ms
             })
         };
         let stay = queue_only(pinned);
@@ -247,24 +260,26 @@ impl TtftAware {
     }
 }
 
-fn best_of<'a>(estimates: impl Iterator<Item = &'a Estimate>, rng: &mut Rng) -> Option<WorkerId> {
-    let mut best: Option<(WorkerId, f64)> = None;
-    let mut ties = 0usize;
-    for e in estimates {
-        let t = e.prediction.ttft_ms;
-        match best {
-            Some((_, b)) if t > b => {}
-            Some((_, b)) if t == b => {
-                ties += 1;
-                if rng.below(ties) == 0 {
-                    best = Some((e.worker, t));
-                }
-            }
-            _ => {
-                best = Some((e.worker, t));
-                ties = 1;
-            }
-        }
+fn best_of<'a>(
+    estimates: impl Iterator<Item = &'a Estimate> + Clone,
+    rng: &mut Rng,
+) -> Option<WorkerId> {
+    let best = estimates
+        .clone()
+        .map(|e| e.prediction.ttft_ms)
+        .min_by(f64::total_cmp)?;
+    let near = |t: f64| t <= best + TIE_MS.max(best * TIE_REL);
+    let n = estimates
+        .clone()
+        .filter(|e| near(e.prediction.ttft_ms))
+        .count();
+    if n == 0 {
+        // every prediction is infinite (no stats): any candidate
+        return estimates.map(|e| e.worker).next();
     }
-    best.map(|(w, _)| w)
+    let pick = rng.below(n);
+    estimates
+        .filter(|e| near(e.prediction.ttft_ms))
+        .nth(pick)
+        .map(|e| e.worker)
 }

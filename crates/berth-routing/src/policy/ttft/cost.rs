@@ -11,7 +11,9 @@
 //!
 //! **Cost model.** Predicted TTFT = `base + per_token x (queued + own uncached tokens) +
 //! per_decode x requests decoding`, with three coefficients per worker, learned online from
-//! the first-byte times of streamed responses by least squares over exponentially weighted
+//! the first-byte times of streamed responses (and pooled over the fleet, [`FleetCost`]: a
+//! worker without samples of its own predicts with the fleet's model, so a worker nobody has
+//! measured yet is not shunned for looking slower than the one that was) by least squares over exponentially weighted
 //! sufficient statistics (weight [`LEARN_RATE`] per sample). The statistics start as one
 //! sample's worth of pseudo-data that the starting values (flags) fit exactly, so a worker with
 //! few samples predicts close to them, and their weight decays like any old sample's (about 5%
@@ -64,6 +66,38 @@ pub(crate) struct Prediction {
     pub(crate) decoding: f64,
 }
 
+/// The fleet's pooled cost model: learned from every worker's first bytes, it is what a worker
+/// with no samples of its own predicts with, and where a worker's own model starts.
+#[derive(Debug)]
+pub(crate) struct FleetCost {
+    prior: CostModel,
+    learned: Mutex<Option<Learned>>,
+}
+
+impl FleetCost {
+    pub(crate) fn new(prior: CostModel) -> Self {
+        Self {
+            prior,
+            learned: Mutex::new(None),
+        }
+    }
+
+    /// The pooled model (the configured prior until a first byte was measured).
+    pub(crate) fn model(&self) -> CostModel {
+        self.learned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map_or(self.prior, |l| l.model)
+    }
+
+    fn observe(&self, x: [f64; 3], y: f64) {
+        let mut learned = self.learned.lock().unwrap_or_else(PoisonError::into_inner);
+        learned
+            .get_or_insert_with(|| Learned::new(self.prior))
+            .observe(x, y, self.prior);
+    }
+}
+
 /// The per-worker state (inside [`crate::WorkerStats`]).
 #[derive(Debug, Default)]
 pub(crate) struct TtftStats(Mutex<Inner>);
@@ -113,9 +147,10 @@ impl TtftStats {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The cost model in force (`prior` until the worker has reported first bytes).
-    pub(crate) fn model(&self, prior: CostModel) -> CostModel {
-        self.lock().learned.map_or(prior, |l| l.model)
+    /// The cost model in force (`fallback`, the fleet's, until the worker has reported first
+    /// bytes).
+    pub(crate) fn model(&self, fallback: CostModel) -> CostModel {
+        self.lock().learned.map_or(fallback, |l| l.model)
     }
 
     /// Mean own uncached tokens of recent placements with text.
@@ -130,10 +165,10 @@ impl TtftStats {
         now_ms: f64,
         in_flight: u32,
         own_tokens: f64,
-        prior: CostModel,
+        fallback: CostModel,
     ) -> Prediction {
         let inner = self.lock();
-        let m = inner.learned.map_or(prior, |l| l.model);
+        let m = inner.learned.map_or(fallback, |l| l.model);
         let mut queued = 0.0;
         let mut active = 0u32;
         let mut oldest = f64::INFINITY;
@@ -193,8 +228,9 @@ impl TtftStats {
     }
 
     /// The request's first response byte arrived at `now_ms`: it leaves the queue, and when
-    /// `learn` (a streamed response, so the byte is the first token) its time teaches the model.
-    pub(crate) fn first_byte(&self, id: u64, now_ms: f64, learn: bool, prior: CostModel) {
+    /// `learn` (a streamed response, so the byte is the first token) its time teaches this
+    /// worker's model and the fleet's.
+    pub(crate) fn first_byte(&self, id: u64, now_ms: f64, learn: bool, fleet: &FleetCost) {
         let mut inner = self.lock();
         let Some(pos) = inner.pending.iter().position(|p| p.id == id) else {
             return;
@@ -203,8 +239,12 @@ impl TtftStats {
         if learn {
             let x = [1.0, (p.ahead_tokens + p.own_tokens) / 1000.0, p.decoding];
             let y = (now_ms - p.sent_ms).max(0.0);
-            let learned = inner.learned.get_or_insert_with(|| Learned::new(prior));
-            learned.observe(x, y, prior);
+            let start = fleet.model();
+            inner
+                .learned
+                .get_or_insert_with(|| Learned::new(start))
+                .observe(x, y, start);
+            fleet.observe(x, y);
         }
     }
 

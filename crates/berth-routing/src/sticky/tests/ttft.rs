@@ -352,3 +352,41 @@ fn move_records_are_forgotten_after_the_interval() {
     assert!(m.len() <= 100, "{}", m.len());
     assert!(m.recent(200, 100, 30));
 }
+
+#[test]
+fn an_unmeasured_worker_predicts_with_the_fleets_model() {
+    let f = Fleet::new(2);
+    let snap = f.snap(&[]);
+    let r = ttft();
+    let mut rng = Rng::seeded(12);
+    // worker 0 alone serves 50 streamed requests, each first byte after 1 ms: far faster than
+    // the prior predicts
+    for i in 0..50 {
+        let mut d = route(
+            &r,
+            &snap,
+            None,
+            &fresh(&format!("m{i}"), 100),
+            &[WorkerId(1)],
+            T0,
+            &mut rng,
+        );
+        d.lease.first_byte(T0 + Duration::from_millis(1), true);
+    }
+    // worker 1 was never measured, yet it is not shunned: it predicts with the pooled model
+    let mut seen = [0u32; 2];
+    for i in 0..100 {
+        let mut d = route(
+            &r,
+            &snap,
+            None,
+            &fresh(&format!("n{i}"), 100),
+            &[],
+            T0,
+            &mut rng,
+        );
+        seen[d.worker.0 as usize] += 1;
+        d.lease.first_byte(T0, false);
+    }
+    assert!(seen.iter().all(|&n| n > 20), "{seen:?}");
+}

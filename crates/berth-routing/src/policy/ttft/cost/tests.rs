@@ -32,7 +32,7 @@ fn streamed_requests_queue_until_their_first_byte() {
     // long past what the queue should take, it is empty (the model learns the rest)
     assert_eq!(s.predict(10_000.0, 2, 0.0, PRIOR).ahead_tokens, 0.0);
     // a first byte takes one out; it now decodes
-    s.first_byte(a, 60.0, false, PRIOR);
+    s.first_byte(a, 60.0, false, &FleetCost::new(PRIOR));
     let p = s.predict(60.0, 2, 0.0, PRIOR);
     assert!((p.ahead_tokens - 1000.0 + 60.0 / 0.1 * 0.0).abs() <= 1000.0);
     assert_eq!(p.decoding, 1.0);
@@ -80,7 +80,7 @@ fn teach(s: &TtftStats, truth: CostModel, samples: u32) {
         let y = truth.base_ms
             + truth.per_token_ms * (p.ahead_tokens + own)
             + truth.per_decode_ms * decoding;
-        s.first_byte(id, t + y, true, PRIOR);
+        s.first_byte(id, t + y, true, &FleetCost::new(PRIOR));
         t += 1000.0;
     }
 }
@@ -124,7 +124,7 @@ fn what_the_samples_cannot_tell_stays_at_the_prior() {
             decoding: 0.0,
         };
         let id = s.dispatch(0.0, own, true, p, Streaming::Yes);
-        s.first_byte(id, 10.0 + 0.2 * own, true, PRIOR);
+        s.first_byte(id, 10.0 + 0.2 * own, true, &FleetCost::new(PRIOR));
     }
     let m = s.model(PRIOR);
     assert!((m.per_token_ms - 0.2).abs() < 0.02, "{m:?}");
@@ -145,7 +145,7 @@ fn coefficients_never_go_negative() {
             decoding: f64::from(i % 5),
         };
         let id = s.dispatch(0.0, f64::from(100 + i * 100), true, p, Streaming::Yes);
-        s.first_byte(id, 0.0, true, PRIOR);
+        s.first_byte(id, 0.0, true, &FleetCost::new(PRIOR));
     }
     let m = s.model(PRIOR);
     assert!(

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Gateway CPU per request of each routing policy on the sticky-hit path, in one run, on
+# loopback: one `berth serve` per policy in front of the same two simulated workers (time scale
+# 0), wrk sending keyed chat requests (X-SMG-Routing-Key cycling over KEYS keys, a body of
+# WORDS words) closed-loop for DURATION s per gateway, ROUNDS rounds interleaved so drift hits
+# every policy alike. Prints req/s and CPU us/request (utime+stime of the gateway process from
+# /proc) per policy, and the CPU ratio against the first policy (the baseline).
+#
+# Needs: wrk (apt-get install wrk).
+# Usage: scripts/bench-policy-cpu.sh [DURATION] [CONNS]
+#   POLICIES="manual ttft_aware consistent_hashing" KEYS=1000 WORDS=300 ROUNDS=3
+set -euo pipefail
+
+DURATION=${1:-10}
+CONNS=${2:-32}
+POLICIES=${POLICIES:-"manual ttft_aware consistent_hashing"}
+KEYS=${KEYS:-1000}
+WORDS=${WORDS:-300}
+ROUNDS=${ROUNDS:-3}
+BASE=${BASE_PORT:-18100}
+OUT=${OUT:-/tmp/berth-policy-bench}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BERTH=$ROOT/target/release/berth
+HZ=$(getconf CLK_TCK)
+# shellcheck source=scripts/bench-lib.sh
+. "$ROOT/scripts/bench-lib.sh"
+
+mkdir -p "$OUT"
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+command -v wrk >/dev/null || { echo "wrk not found (apt-get install wrk)"; exit 1; }
+(cd "$ROOT" && cargo build --release -q -p berth)
+
+W1=$((BASE + 1)); W2=$((BASE + 2))
+for p in $W1 $W2; do
+    "$BERTH" sim-worker --port "$p" --time-scale 0 --default-max-tokens 1 --record-capacity 0 \
+        >"$OUT/sim-$p.log" 2>&1 &
+    PIDS+=($!)
+done
+wait_http "http://127.0.0.1:$W1/health"; wait_http "http://127.0.0.1:$W2/health"
+
+declare -A PORT PID
+i=0
+for pol in $POLICIES; do
+    port=$((BASE + 10 + 2 * i)); i=$((i + 1))
+    "$BERTH" serve --host 127.0.0.1 --port "$port" --worker-urls "http://127.0.0.1:$W1" \
+        "http://127.0.0.1:$W2" --policy "$pol" --io-threads 1 --prometheus-host 127.0.0.1 \
+        --prometheus-port $((port + 1)) --log-level warn >"$OUT/berth-$pol.log" 2>&1 &
+    PID[$pol]=$!; PORT[$pol]=$port; PIDS+=($!)
+    wait_http "http://127.0.0.1:$port/readiness"
+done
+
+words=$(yes "lorem" | head -n "$WORDS" | tr '\n' ' ')
+cat >"$OUT/req.lua" <<LUA
+local n = 0
+local body = '{"model":"sim-model","max_tokens":1,"messages":[{"role":"user","content":"$words"}]}'
+request = function()
+    n = n + 1
+    local hdr = { ["Content-Type"] = "application/json", ["X-SMG-Routing-Key"] = "session-" .. (n % $KEYS) }
+    return wrk.format("POST", "/v1/chat/completions", hdr, body)
+end
+LUA
+
+declare -A REQS TICKS RPS
+for pol in $POLICIES; do
+    wrk -t1 -c"$CONNS" -d2s -s "$OUT/req.lua" "http://127.0.0.1:${PORT[$pol]}" >/dev/null
+    REQS[$pol]=0; TICKS[$pol]=0; RPS[$pol]=0
+done
+for r in $(seq 1 "$ROUNDS"); do
+    for pol in $POLICIES; do
+        c0=$(cpu_ticks "${PID[$pol]}")
+        wrk -t1 -c"$CONNS" -d"${DURATION}s" -s "$OUT/req.lua" "http://127.0.0.1:${PORT[$pol]}" \
+            >"$OUT/wrk-$pol-$r.txt"
+        c1=$(cpu_ticks "${PID[$pol]}")
+        REQS[$pol]=$((REQS[$pol] + $(awk '/requests in/ {print $1}' "$OUT/wrk-$pol-$r.txt")))
+        TICKS[$pol]=$((TICKS[$pol] + c1 - c0))
+        RPS[$pol]=$(awk -v a="${RPS[$pol]}" -v b="$(awk '/Requests\/sec/ {print $2}' "$OUT/wrk-$pol-$r.txt")" \
+            'BEGIN { print a + b }')
+        if grep -q Non-2xx "$OUT/wrk-$pol-$r.txt"; then
+            echo "non-2xx answers from $pol: see $OUT/wrk-$pol-$r.txt" >&2; exit 1
+        fi
+    done
+done
+
+printf "\n== sticky hits: wrk -t1 -c%s, %s s x %s rounds, %s keys, %s-word bodies ==\n" \
+    "$CONNS" "$DURATION" "$ROUNDS" "$KEYS" "$WORDS"
+printf "%-20s %10s %12s %10s\n" policy req/s cpu_us/req vs_first
+base=
+for pol in $POLICIES; do
+    cpu=$(awk -v t="${TICKS[$pol]}" -v r="${REQS[$pol]}" -v hz="$HZ" 'BEGIN { printf "%.2f", t * 1e6 / hz / r }')
+    [ -z "$base" ] && base=$cpu
+    printf "%-20s %10.0f %12s %10s\n" "$pol" "$(awk -v a="${RPS[$pol]}" -v n="$ROUNDS" 'BEGIN { print a / n }')" \
+        "$cpu" "$(awk -v a="$cpu" -v b="$base" 'BEGIN { printf "%.3f", a / b }')"
+done
+for pol in $POLICIES; do
+    curl -s "http://127.0.0.1:$((PORT[$pol] + 1))/metrics" | grep -E '^smg_router_request_body_path_total' \
+        | sed "s/^/$pol: /" || true
+done

@@ -5,6 +5,7 @@
 //! `smg_manual_policy_evictions_total`) are read from the registry and the router when scraped,
 //! so the request path never touches them.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -32,6 +33,11 @@ pub(crate) struct SourceLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct WorkerLabels {
     pub(crate) worker: Arc<str>,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct TermLabels {
+    pub(crate) worker: Arc<str>,
+    pub(crate) term: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct BodyPathLabels {
@@ -68,6 +74,8 @@ pub struct Metrics {
     worker_active: Family<WorkerLabels, Gauge>,
     worker_cb_state: Family<WorkerLabels, Gauge>,
     worker_healthy: Family<WorkerLabels, Gauge>,
+    ttft_model: Family<TermLabels, Gauge<f64, AtomicU64>>,
+    ttft_queued: Family<WorkerLabels, Gauge<f64, AtomicU64>>,
 }
 
 impl Metrics {
@@ -91,6 +99,8 @@ impl Metrics {
             worker_active: Family::default(),
             worker_cb_state: Family::default(),
             worker_healthy: Family::default(),
+            ttft_model: Family::default(),
+            ttft_queued: Family::default(),
             registry: Registry::default(),
         };
         // The `_total` suffix of counters is added by the encoder.
@@ -164,6 +174,17 @@ impl Metrics {
             "Worker health (1 healthy)",
             m.worker_healthy.clone(),
         );
+        registry.register(
+            "berth_worker_ttft_model_ms",
+            "ttft_aware: each worker's learned cost model (term base: ms; per_1k_tokens: ms per \
+             1000 uncached prompt tokens; per_decoding_request: ms)",
+            m.ttft_model.clone(),
+        );
+        registry.register(
+            "berth_worker_ttft_queued_prefill_tokens",
+            "ttft_aware: estimated uncached prompt tokens this gateway has queued on each worker",
+            m.ttft_queued.clone(),
+        );
         Self { registry, ..m }
     }
 
@@ -204,6 +225,8 @@ impl Metrics {
         ] {
             fam.clear();
         }
+        self.ttft_model.clear();
+        self.ttft_queued.clear();
         for w in &view.workers {
             let labels = WorkerLabels {
                 worker: w.url.clone(),
@@ -222,6 +245,23 @@ impl Metrics {
             self.worker_healthy
                 .get_or_create(&labels)
                 .set(i64::from(healthy));
+            if let Some(fleet) = router.ttft_fleet {
+                let m = w.stats.ttft_model(fleet);
+                for (term, v) in [
+                    ("base", m.base_ms),
+                    ("per_1k_tokens", m.per_token_ms * 1000.0),
+                    ("per_decoding_request", m.per_decode_ms),
+                ] {
+                    let labels = TermLabels {
+                        worker: w.url.clone(),
+                        term,
+                    };
+                    self.ttft_model.get_or_create(&labels).set(v);
+                }
+                self.ttft_queued
+                    .get_or_create(&labels)
+                    .set(w.stats.ttft_queued_tokens(now, fleet));
+            }
         }
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {

@@ -52,9 +52,25 @@ async fn a_keyed_conversation_sticks_and_its_later_turns_stream_unread() {
         ),
         Some(4.0)
     );
-    // the worker got every body byte-exact, text included
+    // the worker got every request
     let got: usize = w.iter().map(|s| s.received().len()).sum();
     assert_eq!(got, 5);
+    // each worker's cost model and queue are exported; nothing is queued once all answered
+    for s in &w {
+        let url = s.url();
+        for term in ["base", "per_1k_tokens", "per_decoding_request"] {
+            let v = sample(
+                &m,
+                &format!(r#"berth_worker_ttft_model_ms{{worker="{url}",term="{term}"}}"#),
+            );
+            assert!(v.is_some_and(|v| v >= 0.0), "{term} of {url}: {m}");
+        }
+        let q = sample(
+            &m,
+            &format!(r#"berth_worker_ttft_queued_prefill_tokens{{worker="{url}"}}"#),
+        );
+        assert_eq!(q, Some(0.0), "{m}");
+    }
     g.gw.shutdown().await;
 }
 

@@ -222,7 +222,7 @@ pub struct SweepStep {
 }
 
 /// Counters the gateway exports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RouterStats {
     /// Pins in the table (`smg_manual_policy_cache_entries`).
     pub pins: usize,
@@ -232,6 +232,9 @@ pub struct RouterStats {
     pub evicted_capacity: u64,
     /// Remembered workers dropped because they left the fleet.
     pub evicted_worker_removed: u64,
+    /// `ttft_aware`: the fleet's pooled cost model (what a worker without samples predicts
+    /// with); `None` under other policies.
+    pub ttft_fleet: Option<crate::CostModel>,
 }
 
 /// The routing decision maker. Shared by every request (`&self`), cheap to call.
@@ -451,6 +454,7 @@ impl Router {
             evicted_idle: self.pins.evictions(EvictionReason::Idle),
             evicted_capacity: self.pins.evictions(EvictionReason::Capacity),
             evicted_worker_removed: self.pins.evictions(EvictionReason::WorkerRemoved),
+            ttft_fleet: self.policy.ttft().map(|t| t.fleet().model()),
         }
     }
 }

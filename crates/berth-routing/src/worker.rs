@@ -46,6 +46,17 @@ impl WorkerStats {
         self.ttft.model(prior)
     }
 
+    /// `ttft_aware`'s estimate of the prefill work queued on this worker at `now`, in tokens.
+    pub fn ttft_queued_tokens(
+        &self,
+        now: std::time::Duration,
+        fallback: crate::policy::CostModel,
+    ) -> f64 {
+        self.ttft
+            .predict(now.as_secs_f64() * 1000.0, self.in_flight(), 0.0, fallback)
+            .ahead_tokens
+    }
+
     pub(crate) fn begin(&self) {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
     }

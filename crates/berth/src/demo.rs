@@ -52,7 +52,7 @@ pub(crate) struct Args {
     pub(crate) kv_capacity_tokens: u64,
     /// KV cache capacity of each simulated worker of the agentic rows, in tokens (less than
     /// the live context of the agentic workload).
-    #[arg(long, default_value_t = 8_192)]
+    #[arg(long, default_value_t = 6_144)]
     pub(crate) agentic_kv_capacity_tokens: u64,
     /// Where report.html, summary.csv and summary.json go.
     #[arg(long, default_value = "target/berth-demo")]

@@ -32,7 +32,7 @@ pub(super) fn render(set: &RowSet, sections: &[Section<'_>]) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<30} {:>6} {:>6} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8}",
+        "{:<30} {:>5} {:>6} {:>7} {:>10} {:>10} {:>8} {:>12} {:>17} {:>7} {:>7}",
         "routing",
         "ok",
         "errors",
@@ -40,15 +40,10 @@ pub(super) fn render(set: &RowSet, sections: &[Section<'_>]) -> String {
         "TTFT p50",
         "TTFT p99",
         "vs first",
-        "req max/",
-        "uncached",
+        "req max/mean",
+        "uncached max/mean",
         "sticky",
         "workers"
-    );
-    let _ = writeln!(
-        out,
-        "{:<30} {:>6} {:>6} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8}",
-        "", "", "", "", "", "", "", "mean", "max/mean", "", ""
     );
     let baseline = sections
         .first()
@@ -62,7 +57,7 @@ pub(super) fn render(set: &RowSet, sections: &[Section<'_>]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<30} {:>6} {:>6} {:>8} {:>8}ms {:>8}ms {:>9} {:>9} {:>9} {:>8} {:>8}",
+            "{:<30} {:>5} {:>6} {:>7} {:>8}ms {:>8}ms {:>8} {:>12} {:>17} {:>7} {:>7}",
             s.label,
             m.ok,
             m.failed,

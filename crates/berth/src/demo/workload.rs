@@ -107,14 +107,17 @@ impl Workload {
                 args.agentic_kv_capacity_tokens.max(16)
             },
             time_scale: if quick { 0.0 } else { args.time_scale },
-            prefill_tokens_per_sec: 4_000.0,
+            // Half the original rows' speed: a cold 2,000-token prefix takes 200 ms of wall
+            // time at time scale 0.2, and queues behind it.
+            prefill_tokens_per_sec: 2_000.0,
         };
-        // Root starts per second of wall time: busy but not overloaded at time scale 0.2.
+        // Root starts per second of wall time: busy but not overloaded at time scale 0.2 (round
+        // robin, the most prefill, keeps every worker's prefill lane about 60% busy).
         let rate = if quick { 50.0 } else { AGENTIC_ROOTS_PER_SEC };
         let (turns, turns_sd, input, input_sd, output, think, think_sd) = if quick {
             (2, 1, 8, 4, 4, 0, 0)
         } else {
-            (4, 2, 120, 60, 40, 250, 120)
+            (3, 2, 120, 60, 40, 200, 100)
         };
         Self {
             description: format!(
@@ -166,4 +169,4 @@ impl Workload {
 }
 
 /// Root sessions started per second in the agentic set.
-const AGENTIC_ROOTS_PER_SEC: f64 = 3.0;
+const AGENTIC_ROOTS_PER_SEC: f64 = 4.0;

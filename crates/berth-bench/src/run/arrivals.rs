@@ -5,7 +5,9 @@
 //! mean `1 / rate` from a generator seeded by the run's seed, so a rerun with the same
 //! `--random-seed` starts its roots at the same offsets. Either way the first root starts at 0.
 //! The schedule is sleep-then-gate, as in aiperf: a root waits for its start time, then for a
-//! `--concurrency` slot, and a late slot does not make later roots catch up.
+//! `--concurrency` slot. Offsets count from the run's start, so roots whose time passed while
+//! every slot was taken start as soon as slots free up (aiperf does not catch up; the bench
+//! always did).
 //!
 //! The schedule is a pure function of the pattern, the rate and the seed, so its statistics are
 //! tested without a clock.

@@ -8,7 +8,8 @@ use clap::Parser;
 
 use crate::config::{BenchConfig, ExportLevel};
 use crate::error::BenchError;
-use crate::workload::EndpointType;
+use crate::run::arrivals::ArrivalPattern;
+use crate::workload::{AgentContext, EndpointType};
 
 /// Flags of `berth bench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -47,9 +48,17 @@ pub struct Args {
     /// Root session starts per second (default: as fast as --concurrency allows).
     #[arg(long)]
     pub request_rate: Option<f64>,
-    /// Words (about one token each) of a system prompt every session shares.
+    /// How root starts are spread under --request-rate: constant (exactly 1/rate apart) or
+    /// poisson (exponential gaps, seeded).
+    #[arg(long, value_enum, default_value = "constant")]
+    pub arrival_pattern: ArrivalPattern,
+    /// Words (about one token each) of each shared system prompt.
     #[arg(long, default_value_t = 0)]
     pub shared_system_prompt_length: u64,
+    /// Distinct shared system prompts; each root session draws one (seeded) and its agent tree
+    /// inherits it.
+    #[arg(long, default_value_t = 1)]
+    pub num_system_prompts: u32,
     /// Mean words of each turn's new user message.
     #[arg(long, default_value_t = 64.0)]
     pub synthetic_input_tokens_mean: f64,
@@ -68,6 +77,10 @@ pub struct Args {
     /// Depth of agent trees (0: plain sessions).
     #[arg(long, default_value_t = 0)]
     pub agent_depth: u32,
+    /// How a sub-agent's first prompt starts: fresh (system prompt, then its task) or parent
+    /// (the parent's conversation so far, then its task).
+    #[arg(long, value_enum, default_value = "fresh")]
+    pub agent_context: AgentContext,
     /// Seed for the workload and the session ids (default: random).
     #[arg(long)]
     pub random_seed: Option<u64>,

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use crate::cli::Args;
 use crate::error::BenchError;
 use crate::routing::SessionRouting;
+use crate::run::arrivals::ArrivalPattern;
 use crate::workload::{EndpointType, WorkloadShape};
 
 /// What `records.jsonl` holds.
@@ -46,6 +47,8 @@ pub struct BenchConfig {
     pub concurrency: u64,
     /// Root session starts per second.
     pub request_rate: Option<f64>,
+    /// How those starts are spread.
+    pub arrival_pattern: ArrivalPattern,
     /// Workload distributions.
     pub shape: WorkloadShape,
     /// Seed; `None` draws one from the OS and mints session ids from the OS too.
@@ -120,6 +123,7 @@ impl BenchConfig {
                 a.session_turn_delay_stddev,
             )?,
             shared_system_prompt_length: a.shared_system_prompt_length,
+            num_system_prompts: a.num_system_prompts,
             input_tokens_mean: non_negative(
                 "--synthetic-input-tokens-mean",
                 a.synthetic_input_tokens_mean,
@@ -132,7 +136,20 @@ impl BenchConfig {
             output_tokens_stddev: non_negative("--output-tokens-stddev", a.output_tokens_stddev)?,
             agent_fanout: a.agent_fanout,
             agent_depth: a.agent_depth,
+            agent_context: a.agent_context,
         };
+        if shape.num_system_prompts == 0 {
+            return Err(BenchError::config(
+                "--num-system-prompts",
+                "must be at least 1",
+            ));
+        }
+        if shape.num_system_prompts > 1 && shape.shared_system_prompt_length == 0 {
+            return Err(BenchError::config(
+                "--num-system-prompts",
+                "needs --shared-system-prompt-length > 0",
+            ));
+        }
         if shape.turns_mean < 1.0 {
             return Err(BenchError::config(
                 "--session-turns-mean",
@@ -171,6 +188,12 @@ impl BenchConfig {
             .request_rate
             .map(|r| positive("--request-rate", r))
             .transpose()?;
+        if a.arrival_pattern != ArrivalPattern::Constant && request_rate.is_none() {
+            return Err(BenchError::config(
+                "--arrival-pattern",
+                "needs --request-rate",
+            ));
+        }
         let timeout = positive("--request-timeout-seconds", a.request_timeout_seconds)?;
         let export_level = match (a.export_level, &a.artifact_dir) {
             (Some(_), None) => {
@@ -191,6 +214,7 @@ impl BenchConfig {
             num_sessions,
             concurrency: a.concurrency,
             request_rate,
+            arrival_pattern: a.arrival_pattern,
             shape,
             seed: a.random_seed,
             duration,
@@ -293,6 +317,13 @@ mod tests {
             (&["--export-level", "raw"], "--artifact-dir"),
             (&["--url", "https://127.0.0.1:1"], "--url"),
             (&["--extra-inputs", "novalue"], "--extra-inputs"),
+            (&["--num-system-prompts", "0"], "--num-system-prompts"),
+            (
+                &["--num-system-prompts", "4"],
+                "--shared-system-prompt-length",
+            ),
+            (&["--arrival-pattern", "poisson"], "--request-rate"),
+            (&["--arrival-pattern", "gamma"], "--arrival-pattern"),
             (
                 &["--synthetic-input-tokens-mean", "NaN"],
                 "--synthetic-input-tokens-mean",

@@ -47,6 +47,30 @@ async fn artifacts_are_written_and_self_contained() {
     let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
     assert!(csv.starts_with("run,metric,value\n"));
     assert!(csv.contains("run,cached_ratio,"));
+    // One worker did all the prefill: max/mean is exactly 1 and its tokens are listed.
+    assert!(
+        csv.contains("run,uncached_max_over_mean,1.000000\n"),
+        "{csv}"
+    );
+    assert!(csv.contains(&format!(
+        "run,uncached_tokens_worker[{}],",
+        out.records[0].sim_worker.as_deref().unwrap()
+    )));
+    let uncached = &summary["summary"]["uncached_tokens_per_worker"];
+    let total: u64 = out
+        .records
+        .iter()
+        .filter(|r| r.ok && !r.warmup)
+        .map(|r| r.prompt_tokens.unwrap() - r.cached_tokens.unwrap())
+        .sum();
+    assert_eq!(uncached.as_object().unwrap().len(), 1);
+    assert_eq!(
+        uncached.as_object().unwrap().values().next().unwrap(),
+        total
+    );
+    let console = berth_bench::report::console::render(&out);
+    assert!(console.contains("uncached max/mean"), "{console}");
+    assert!(console.contains("uncached tokens"), "{console}");
 
     let lines: Vec<Value> = std::fs::read_to_string(dir.join("records.jsonl"))
         .unwrap()
@@ -61,7 +85,9 @@ async fn artifacts_are_written_and_self_contained() {
 
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert_eq!(html.matches("<svg").count(), 4);
+    assert_eq!(html.matches("<svg").count(), 5);
+    assert!(html.contains("uncached tokens max/mean"));
+    assert!(html.contains("uncached prompt tokens per worker"));
     assert!(!html.contains("<script"), "no scripts");
     assert!(!html.contains("src=\"http"), "no external assets");
     std::fs::remove_dir_all(&dir).unwrap();

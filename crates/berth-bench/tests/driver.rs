@@ -74,21 +74,27 @@ async fn rate_limited_starts_run_every_session() {
         .record_capacity(0)
         .spawn_on_loopback()
         .await;
-    let cfg = config(
-        &sim.url(),
-        &[
-            "--num-sessions",
-            "5",
-            "--request-rate",
-            "200",
-            "--session-turns-mean",
-            "2",
-        ],
-    );
-    let out = execute(cfg, std::future::pending()).await.unwrap();
-    assert_eq!(out.roots_started, 5);
-    assert_eq!(out.summary.ok, 10);
-    assert_eq!(out.summary.sessions, 5);
+    for pattern in ["constant", "poisson"] {
+        let cfg = config(
+            &sim.url(),
+            &[
+                "--num-sessions",
+                "5",
+                "--request-rate",
+                "200",
+                "--arrival-pattern",
+                pattern,
+                "--random-seed",
+                "3",
+                "--session-turns-mean",
+                "2",
+            ],
+        );
+        let out = execute(cfg, std::future::pending()).await.unwrap();
+        assert_eq!(out.roots_started, 5, "{pattern}");
+        assert_eq!(out.summary.ok, 10, "{pattern}");
+        assert_eq!(out.summary.sessions, 5, "{pattern}");
+    }
 }
 
 #[tokio::test]

@@ -1,72 +1,106 @@
-//! `berth demo`: what session routing is worth, on this machine, in about a minute.
+//! `berth demo`: what session routing is worth, on this machine, in two or three minutes.
 //!
 //! Layout:
-//! - this file: the flags and [`run`], which runs every scenario and reports;
-//! - `demo/scenario.rs`: the routing set-ups compared and the one workload they all run;
+//! - this file: the flags and [`run`], which runs every row set and reports;
+//! - `demo/scenario.rs`: the routing set-ups compared, grouped into row sets;
+//! - `demo/workload.rs`: each set's workload and fleet (the original one, and the agentic one
+//!   under KV pressure of issue #8);
 //! - `demo/fleet.rs`: four simulated workers and a gateway, started in-process per scenario;
-//! - `demo/table.rs`: the console comparison table, with ratios against the first scenario.
+//! - `demo/table.rs`: the console comparison table, with ratios against the first scenario;
+//! - `demo/recommend.rs`: the rule that names the row winning on both cached share and TTFT p99.
 //!
-//! Every scenario gets a fresh fleet (empty KV caches, no pins) and the same seeded workload
-//! (same text, same session ids), so the only difference between rows is the routing. The
-//! workers' KV capacity is small enough that scattering sessions across workers evicts their
-//! prefixes, and the latency model charges uncached prompt tokens, so the difference shows up as
-//! cached-token ratio and time to first token.
+//! Every scenario gets a fresh fleet (empty KV caches, no pins) and its set's seeded workload
+//! (same text, same session ids, same arrival times), so the only difference between the rows
+//! of a set is the routing. The workers' KV capacity is small enough that scattering sessions
+//! across workers evicts their prefixes, and the latency model charges uncached prompt tokens,
+//! so the difference shows up as cached-token ratio, time to first token and how the prefill
+//! work is spread.
 
 mod fleet;
+mod recommend;
 mod scenario;
 mod table;
+mod workload;
 
 use std::path::PathBuf;
 
 use anyhow::Context;
+use berth_bench::RunOutput;
 use berth_bench::report::files::{csv, write};
 use berth_bench::report::html::{Section, render};
 
-use self::scenario::{SCENARIOS, Workload};
+use self::scenario::row_sets;
 
 /// Flags of `berth demo`.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct Args {
-    /// Root sessions per scenario (each an agent with two sub-agents).
+    /// Root sessions per scenario of the original rows (each an agent with two sub-agents).
     #[arg(long, default_value_t = 48)]
     pub(crate) sessions: u64,
-    /// Seed of the workload (same for every scenario).
+    /// Root sessions per scenario of the agentic rows (0: skip that set).
+    #[arg(long, default_value_t = 30)]
+    pub(crate) agentic_sessions: u64,
+    /// Seed of the workloads (same for every scenario).
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
     /// Multiplies the simulated workers' delays (smaller is faster).
     #[arg(long, default_value_t = 0.2)]
     pub(crate) time_scale: f64,
-    /// KV cache capacity of each simulated worker, in tokens (small enough to force eviction).
+    /// KV cache capacity of each simulated worker of the original rows, in tokens (small
+    /// enough to force eviction).
     #[arg(long, default_value_t = 8_192)]
     pub(crate) kv_capacity_tokens: u64,
+    /// KV cache capacity of each simulated worker of the agentic rows, in tokens (less than
+    /// the live context of the agentic workload).
+    #[arg(long, default_value_t = 6_144)]
+    pub(crate) agentic_kv_capacity_tokens: u64,
     /// Where report.html, summary.csv and summary.json go.
     #[arg(long, default_value = "target/berth-demo")]
     pub(crate) artifact_dir: PathBuf,
-    /// A tiny workload (a few seconds; used by the tests).
+    /// Tiny workloads (a few seconds; used by the tests).
     #[arg(long)]
     pub(crate) quick: bool,
 }
 
-/// Runs every scenario, prints the comparison and writes the report.
+/// Runs every row set, prints the comparisons and writes the report.
 pub(crate) async fn run(args: Args) -> anyhow::Result<()> {
-    let workload = Workload::from_args(&args);
-    let mut outputs = Vec::with_capacity(SCENARIOS.len());
-    for scenario in SCENARIOS {
-        eprintln!("berth demo: running {} ...", scenario.label);
-        let output = scenario::run(&scenario, &workload)
-            .await
-            .with_context(|| format!("scenario {}", scenario.label))?;
-        outputs.push(output);
+    run_and_report(args).await.map(drop)
+}
+
+/// [`run`], returning the comparison tables it printed (one per row set).
+async fn run_and_report(args: Args) -> anyhow::Result<Vec<String>> {
+    let sets = row_sets(&args);
+    let mut tables = Vec::with_capacity(sets.len());
+    // (report label, output) of every row, set after set.
+    let mut rows: Vec<(String, RunOutput)> = Vec::new();
+    for set in &sets {
+        let mut outputs = Vec::with_capacity(set.scenarios.len());
+        for scenario in &set.scenarios {
+            let key = set.key(scenario);
+            eprintln!("berth demo: running {key} ...");
+            let output = scenario::run(scenario, &set.workload)
+                .await
+                .with_context(|| format!("scenario {key}"))?;
+            outputs.push(output);
+        }
+        let sections: Vec<Section<'_>> = set
+            .scenarios
+            .iter()
+            .zip(&outputs)
+            .map(|(s, output)| Section {
+                label: s.label,
+                output,
+            })
+            .collect();
+        let table = table::render(set, &sections);
+        println!("{table}");
+        tables.push(table);
+        rows.extend(set.scenarios.iter().map(|s| set.key(s)).zip(outputs));
     }
-    let sections: Vec<Section<'_>> = SCENARIOS
+    let sections: Vec<Section<'_>> = rows
         .iter()
-        .zip(&outputs)
-        .map(|(s, output)| Section {
-            label: s.label,
-            output,
-        })
+        .map(|(label, output)| Section { label, output })
         .collect();
-    println!("{}", table::render(&workload, &sections));
 
     let dir = &args.artifact_dir;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -88,7 +122,7 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<()> {
         serde_json::to_string_pretty(&json)?.as_bytes(),
     )?;
     println!("report: {}", dir.join("report.html").display());
-    Ok(())
+    Ok(tables)
 }
 
 #[cfg(test)]

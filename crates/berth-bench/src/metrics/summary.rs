@@ -11,6 +11,11 @@
 //! - *load imbalance*: the busiest worker's request count over the mean across the fleet: the
 //!   `--expected-workers` given, or else the workers that served at least one request (a worker
 //!   that got nothing is invisible to the bench unless it is told the fleet size);
+//! - *uncached tokens per worker*: the prefill work each worker did, the sum of `prompt_tokens -
+//!   cached_tokens` over its successful measured requests that reported both; its max/mean is
+//!   over the same fleet as the load figure. Request counts hide it: a worker that gets every
+//!   cold prefix (a new system prompt, a sub-agent placed away from its parent) can serve its
+//!   share of requests and still do most of the fleet's prefill, serialized;
 //! - *throughputs*: successful requests and their output tokens over the window from the first
 //!   measured send to the last measured end.
 
@@ -86,6 +91,10 @@ pub struct Summary {
     pub fleet_size: u64,
     /// Busiest worker's count over the mean across `fleet_size` workers.
     pub load_max_over_mean: Option<f64>,
+    /// Uncached prompt tokens (prefill work) per worker.
+    pub uncached_tokens_per_worker: BTreeMap<String, u64>,
+    /// Busiest worker's uncached prompt tokens over the mean across `fleet_size` workers.
+    pub uncached_max_over_mean: Option<f64>,
     /// Failures by `status code` (`transport` when no response arrived).
     pub errors: BTreeMap<String, u64>,
 }
@@ -156,11 +165,14 @@ impl Summary {
             *workers.entry(w.to_owned()).or_default() += 1;
         }
         let fleet_size = expected_workers.unwrap_or(0).max(workers.len() as u64);
-        let load_max_over_mean = (!workers.is_empty()).then(|| {
-            let max = workers.values().copied().max().unwrap_or(0) as f64;
-            let mean = workers.values().sum::<u64>() as f64 / fleet_size as f64;
-            max / mean
-        });
+        let load_max_over_mean = max_over_mean(&workers, fleet_size);
+        let mut uncached: BTreeMap<String, u64> = BTreeMap::new();
+        for r in &ok {
+            if let (Some(w), Some(p), Some(c)) = (r.worker(), r.prompt_tokens, r.cached_tokens) {
+                *uncached.entry(w.to_owned()).or_default() += p.saturating_sub(c);
+            }
+        }
+        let uncached_max_over_mean = max_over_mean(&uncached, fleet_size);
 
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for r in measured.iter().filter(|r| !r.ok) {
@@ -207,9 +219,21 @@ impl Summary {
             workers,
             fleet_size,
             load_max_over_mean,
+            uncached_tokens_per_worker: uncached,
+            uncached_max_over_mean,
             errors,
         }
     }
+}
+
+/// The largest value over the mean across `fleet` workers (those absent count as 0); `None`
+/// when nothing was counted.
+fn max_over_mean(per_worker: &BTreeMap<String, u64>, fleet: u64) -> Option<f64> {
+    let total: u64 = per_worker.values().sum();
+    (total > 0 && fleet > 0).then(|| {
+        let max = per_worker.values().copied().max().unwrap_or(0) as f64;
+        max / (total as f64 / fleet as f64)
+    })
 }
 
 /// Stickiness over all records (warm-up turns count only as a previous turn).

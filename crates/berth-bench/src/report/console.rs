@@ -93,13 +93,28 @@ pub fn render(output: &RunOutput) -> String {
     );
     let _ = writeln!(
         out,
-        "  {:<26} {:>10}",
+        "  {:<26} {:>10} (requests per worker, over {} workers)",
         "load max/mean",
-        fmt_opt(s.load_max_over_mean, 2)
+        fmt_opt(s.load_max_over_mean, 2),
+        s.fleet_size
+    );
+    let _ = writeln!(
+        out,
+        "  {:<26} {:>10} (uncached prompt tokens per worker: prefill work)",
+        "uncached max/mean",
+        fmt_opt(s.uncached_max_over_mean, 2)
     );
     render_turns(&mut out, s);
     for (worker, n) in &s.workers {
-        let _ = writeln!(out, "  worker {worker:<40} {n:>8} requests");
+        let uncached = s
+            .uncached_tokens_per_worker
+            .get(worker)
+            .copied()
+            .unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "  worker {worker:<40} {n:>8} requests {uncached:>10} uncached tokens"
+        );
     }
     for (err, n) in &s.errors {
         let _ = writeln!(out, "  error  {err:<40} {n:>8}");

@@ -98,9 +98,16 @@ pub fn csv(runs: &[(&str, &Summary)]) -> String {
         row("stickiness", opt(s.stickiness.ratio));
         row("fleet_size", s.fleet_size.to_string());
         row("load_max_over_mean", opt(s.load_max_over_mean));
+        row("uncached_max_over_mean", opt(s.uncached_max_over_mean));
         for (w, n) in &s.workers {
             row(
                 &format!("requests_worker[{}]", w.replace(',', ";")),
+                n.to_string(),
+            );
+        }
+        for (w, n) in &s.uncached_tokens_per_worker {
+            row(
+                &format!("uncached_tokens_worker[{}]", w.replace(',', ";")),
                 n.to_string(),
             );
         }

@@ -27,13 +27,13 @@ fn pct(v: Option<f64>) -> String {
 pub fn comparison_table(sections: &[Section<'_>]) -> String {
     let mut s = String::from(
         "<table><tr><th>run</th><th>requests ok</th><th>cached-token ratio</th><th>TTFT p50 (ms)</th>\
-         <th>TTFT p99 (ms)</th><th>E2E p50 (ms)</th><th>stickiness</th><th>workers used</th><th>load max/mean</th><th>errors</th></tr>",
+         <th>TTFT p99 (ms)</th><th>E2E p50 (ms)</th><th>stickiness</th><th>workers used</th><th>load max/mean</th><th>uncached tokens max/mean</th><th>errors</th></tr>",
     );
     for sec in sections {
         let m: &Summary = &sec.output.summary;
         let _ = write!(
             s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(sec.label),
             m.ok,
             pct(m.cached_ratio),
@@ -44,6 +44,7 @@ pub fn comparison_table(sections: &[Section<'_>]) -> String {
             m.workers.len(),
             m.fleet_size,
             opt(m.load_max_over_mean, 2),
+            opt(m.uncached_max_over_mean, 2),
             m.failed
         );
     }
@@ -108,12 +109,15 @@ fn section(s: &mut String, sec: &Section<'_>) {
     s.push_str("</table>");
     let _ = write!(
         s,
-        "<p>requests/s {:.1}, output tokens/s {:.1}, cached-token ratio {}, stickiness {}, load max/mean {}</p>",
+        "<p>requests/s {:.1}, output tokens/s {:.1}, cached-token ratio {}, stickiness {}, load max/mean {}, \
+         uncached prompt tokens max/mean {} (over {} workers)</p>",
         m.request_throughput,
         m.output_token_throughput,
         pct(m.cached_ratio),
         pct(m.stickiness.ratio),
-        opt(m.load_max_over_mean, 2)
+        opt(m.load_max_over_mean, 2),
+        opt(m.uncached_max_over_mean, 2),
+        m.fleet_size
     );
     if !m.errors.is_empty() {
         s.push_str("<table><tr><th>error</th><th>count</th></tr>");
@@ -141,6 +145,17 @@ fn section(s: &mut String, sec: &Section<'_>) {
     s.push_str(&bars("requests per worker", &names, &counts, &|v| {
         format!("{v:.0}")
     }));
+    let uncached: Vec<f64> = m
+        .workers
+        .keys()
+        .map(|w| m.uncached_tokens_per_worker.get(w).copied().unwrap_or(0) as f64)
+        .collect();
+    s.push_str(&bars(
+        "uncached prompt tokens per worker (prefill work)",
+        &names,
+        &uncached,
+        &|v| format!("{v:.0}"),
+    ));
     s.push_str(&latency_over_time(out));
     s.push_str("</div>");
 }

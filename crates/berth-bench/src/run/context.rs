@@ -18,9 +18,11 @@ pub struct RunContext {
     pub config: BenchConfig,
     /// The pooled client.
     pub client: HttpClient,
-    /// The shared system prompt, if any.
-    pub system_prompt: Option<String>,
+    /// The shared system prompts (none when `--shared-system-prompt-length` is 0).
+    pub system_prompts: Vec<String>,
     /// The run's seed (drawn from the OS when not given).
+    pub seed_value: u64,
+    /// A generator from that seed, never advanced: sessions derive their own from it.
     pub seed: Rng,
     /// When the run started.
     pub started: Instant,
@@ -47,12 +49,13 @@ impl RunContext {
                 bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
             ])
         });
-        let system_prompt = config.shape.system_prompt(seed);
+        let system_prompts = config.shape.system_prompts(seed);
         let (stop_tx, _) = watch::channel(false);
         Self {
             config,
             client,
-            system_prompt,
+            system_prompts,
+            seed_value: seed,
             seed: Rng::new(seed),
             started: Instant::now(),
             sent: AtomicU64::new(0),

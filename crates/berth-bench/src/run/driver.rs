@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -10,6 +10,7 @@ use tokio::task::JoinSet;
 use crate::config::BenchConfig;
 use crate::error::BenchError;
 use crate::metrics::{RequestRecord, Summary};
+use crate::run::arrivals::Arrivals;
 use crate::run::context::RunContext;
 use crate::run::progress::Progress;
 use crate::run::session::{SessionNode, run_session};
@@ -97,9 +98,12 @@ async fn launch_roots(ctx: Arc<RunContext>) -> u64 {
     let slots = Arc::new(Semaphore::new(permits));
     let mut trees = JoinSet::new();
     let mut index = 0u64;
+    let mut arrivals = cfg
+        .request_rate
+        .map(|rate| Arrivals::new(cfg.arrival_pattern, rate, &ctx.seed));
     while cfg.num_sessions.is_none_or(|n| index < n) && !ctx.stopped() {
-        if let Some(rate) = cfg.request_rate {
-            let at = ctx.started + Duration::from_secs_f64(index as f64 / rate);
+        if let Some(arrivals) = &mut arrivals {
+            let at = ctx.started + arrivals.next_offset();
             let wait = at.saturating_duration_since(Instant::now());
             if !ctx.sleep(wait).await {
                 break;

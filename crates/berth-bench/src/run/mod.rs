@@ -3,6 +3,7 @@
 //! - [`context`]: state shared by every session task: the client, the stop signal, counters and
 //!   the record sink.
 //! - [`session`]: one session's turn loop, its children, and one turn's attempts.
+//! - [`arrivals`]: when root sessions start under `--request-rate` (`--arrival-pattern`).
 //! - [`driver`]: starting root sessions under `--concurrency`, `--request-rate`,
 //!   `--num-sessions` and `--benchmark-duration`, and [`execute`], the whole run.
 //! - [`progress`]: the progress bar (terminal) or periodic lines (otherwise).
@@ -10,6 +11,7 @@
 //! Every loop is bounded: root sessions by `--num-sessions` or the duration, turns by the plan,
 //! retries by `--max-retries`, each request by its timeout.
 
+pub mod arrivals;
 pub mod context;
 pub mod driver;
 pub mod progress;

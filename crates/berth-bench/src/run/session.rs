@@ -17,7 +17,8 @@ use crate::routing::{RequestIdentity, WireRequest};
 use crate::run::context::RunContext;
 use crate::transport::Exchange;
 use crate::workload::message::request_body;
-use crate::workload::{Message, Role, SessionPlan};
+use crate::workload::prompts::system_prompt_choice;
+use crate::workload::{AgentContext, Message, Role, SessionPlan};
 
 /// Where a session sits in its agent tree.
 #[derive(Debug, Clone)]
@@ -32,6 +33,9 @@ pub struct SessionNode {
     pub depth: u32,
     /// This session's own generator.
     pub rng: Rng,
+    /// The messages its history starts with: the tree's system prompt, or (a sub-agent under
+    /// `--agent-context parent`) its parent's conversation up to the spawn point.
+    pub prefix: Vec<Message>,
 }
 
 impl SessionNode {
@@ -39,24 +43,41 @@ impl SessionNode {
     pub fn root(ctx: &RunContext, index: u64) -> Self {
         let mut rng = ctx.seed.derive(index);
         let id = mint(ctx, &mut rng);
+        let count = ctx.config.shape.num_system_prompts;
+        let prefix = ctx
+            .system_prompts
+            .get(system_prompt_choice(ctx.seed_value, index, count))
+            .map(|system| Message {
+                role: Role::System,
+                content: system.clone(),
+            })
+            .into_iter()
+            .collect();
         Self {
             parent: None,
             root: id.clone(),
             id,
             depth: 0,
             rng,
+            prefix,
         }
     }
 
-    fn child(&self, ctx: &RunContext, k: u32) -> Self {
+    /// Child number `k`, spawned when the parent's history is `history`.
+    fn child(&self, ctx: &RunContext, k: u32, history: &[Message]) -> Self {
         let mut rng = self.rng.derive(u64::from(k) + 1);
         let id = mint(ctx, &mut rng);
+        let prefix = match ctx.config.shape.agent_context {
+            AgentContext::Fresh => self.prefix.clone(),
+            AgentContext::Parent => history.to_vec(),
+        };
         Self {
             id,
             parent: Some(self.id.clone()),
             root: self.root.clone(),
             depth: self.depth + 1,
             rng,
+            prefix,
         }
     }
 }
@@ -82,13 +103,9 @@ pub fn run_session(ctx: Arc<RunContext>, mut node: SessionNode) -> SessionFuture
     Box::pin(async move {
         let _live = ctx.session_started();
         let plan = SessionPlan::draw(&ctx.config.shape, node.depth, &mut node.rng);
-        let mut history: Vec<Message> = Vec::with_capacity(plan.turns.len() * 2 + 1);
-        if let Some(system) = &ctx.system_prompt {
-            history.push(Message {
-                role: Role::System,
-                content: system.clone(),
-            });
-        }
+        let mut history: Vec<Message> =
+            Vec::with_capacity(node.prefix.len() + plan.turns.len() * 2);
+        history.extend_from_slice(&node.prefix);
         let last = plan.turns.len().saturating_sub(1);
         let mut child_answers: Vec<String> = Vec::new();
         let mut answer = None;
@@ -128,7 +145,7 @@ pub fn run_session(ctx: Arc<RunContext>, mut node: SessionNode) -> SessionFuture
             if i == 0 && plan.children > 0 {
                 let mut set = tokio::task::JoinSet::new();
                 for k in 0..plan.children {
-                    set.spawn(run_session(Arc::clone(&ctx), node.child(&ctx, k)));
+                    set.spawn(run_session(Arc::clone(&ctx), node.child(&ctx, k, &history)));
                 }
                 while let Some(done) = set.join_next().await {
                     if let Ok(Some(a)) = done {

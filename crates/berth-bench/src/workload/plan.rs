@@ -1,6 +1,7 @@
 //! What each session will do, drawn up front from its own seeded generator.
 
 use crate::rng::Rng;
+use crate::workload::prompts::{AgentContext, system_prompts};
 use crate::workload::text::words;
 
 /// The distribution parameters of the workload (validated flags).
@@ -14,8 +15,10 @@ pub struct WorkloadShape {
     pub delay_mean_ms: f64,
     /// Standard deviation of that delay.
     pub delay_stddev_ms: f64,
-    /// Words of the system prompt every session shares (0: none).
+    /// Words of each shared system prompt (0: none).
     pub shared_system_prompt_length: u64,
+    /// Distinct shared system prompts; each root draws one (`--num-system-prompts`).
+    pub num_system_prompts: u32,
     /// Mean words of each turn's new user message.
     pub input_tokens_mean: f64,
     /// Standard deviation of that.
@@ -28,6 +31,8 @@ pub struct WorkloadShape {
     pub agent_fanout: u32,
     /// Depth of agent trees (0: no trees).
     pub agent_depth: u32,
+    /// How a sub-agent's conversation starts.
+    pub agent_context: AgentContext,
 }
 
 impl WorkloadShape {
@@ -46,14 +51,14 @@ impl WorkloadShape {
         self.agent_fanout > 0 && depth < self.agent_depth
     }
 
-    /// The shared system prompt (same text for every session of every run with this seed).
-    pub fn system_prompt(&self, seed: u64) -> Option<String> {
-        (self.shared_system_prompt_length > 0).then(|| {
-            words(
-                &mut Rng::new(seed ^ 0x5157_E3B0),
-                self.shared_system_prompt_length,
-            )
-        })
+    /// The shared system prompts (same texts for every run with this seed; none when the
+    /// length is 0).
+    pub fn system_prompts(&self, seed: u64) -> Vec<String> {
+        system_prompts(
+            seed,
+            self.num_system_prompts,
+            self.shared_system_prompt_length,
+        )
     }
 }
 
@@ -125,6 +130,8 @@ mod tests {
             output_tokens_stddev: 0.0,
             agent_fanout: fanout,
             agent_depth: depth,
+            num_system_prompts: 1,
+            agent_context: AgentContext::Fresh,
         }
     }
 

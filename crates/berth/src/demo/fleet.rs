@@ -5,7 +5,8 @@ use berth_gateway::{Gateway, GatewayConfig, GatewayHandle};
 use berth_sim::{SimHandle, SimWorker};
 use tokio::net::TcpListener;
 
-use super::scenario::{Scenario, Workload};
+use super::scenario::Scenario;
+use super::workload::FleetShape;
 
 /// Workers per fleet.
 pub(super) const WORKERS: usize = 4;
@@ -19,18 +20,18 @@ pub(super) struct Fleet {
 
 impl Fleet {
     /// Starts the workers, then a gateway configured for `scenario`.
-    pub(super) async fn start(scenario: &Scenario, workload: &Workload) -> anyhow::Result<Self> {
+    pub(super) async fn start(scenario: &Scenario, shape: &FleetShape) -> anyhow::Result<Self> {
         let mut workers = Vec::with_capacity(WORKERS);
         for _ in 0..WORKERS {
             let listener = TcpListener::bind(("127.0.0.1", 0))
                 .await
                 .context("binding a sim worker")?;
             let worker = SimWorker::builder()
-                .kv_capacity_tokens(workload.kv_capacity_tokens)
-                .prefill_tokens_per_sec(4_000.0)
+                .kv_capacity_tokens(shape.kv_capacity_tokens)
+                .prefill_tokens_per_sec(shape.prefill_tokens_per_sec)
                 .cached_token_cost(0.05)
                 .decode_step(std::time::Duration::from_millis(12))
-                .time_scale(workload.time_scale)
+                .time_scale(shape.time_scale)
                 .max_running(64)
                 .record_capacity(0)
                 .try_spawn(listener)

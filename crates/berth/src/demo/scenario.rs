@@ -1,11 +1,13 @@
-//! The routing set-ups the demo compares, and the workload they all run.
+//! The routing set-ups the demo compares, grouped into row sets that each run one workload.
 
 use anyhow::Context;
 use berth_bench::cli::Args as BenchArgs;
 use berth_bench::{BenchConfig, RunOutput, execute};
+use berth_gateway::routing::PolicyKind;
 
 use super::Args;
 use super::fleet::Fleet;
+use super::workload::Workload;
 
 /// One routing set-up: gateway policy and flags, and how the bench tells it the session.
 #[derive(Debug, Clone, Copy)]
@@ -20,7 +22,7 @@ pub(super) struct Scenario {
     pub(super) session_routing: &'static str,
 }
 
-/// The scenarios, baseline first.
+/// The original rows, baseline first.
 pub(super) const SCENARIOS: [Scenario; 5] = [
     Scenario {
         label: "round_robin",
@@ -54,110 +56,81 @@ pub(super) const SCENARIOS: [Scenario; 5] = [
     },
 ];
 
-/// The workload and fleet shape shared by every scenario.
-#[derive(Debug, Clone)]
-pub(super) struct Workload {
-    /// Root sessions.
-    pub(super) sessions: u64,
-    /// Live root sessions.
-    pub(super) concurrency: u64,
-    /// Mean turns per session.
-    pub(super) turns: u64,
-    /// Seed.
-    pub(super) seed: u64,
-    /// Workers' time scale.
-    pub(super) time_scale: f64,
-    /// Workers' KV capacity, tokens.
-    pub(super) kv_capacity_tokens: u64,
-    /// Shared system prompt, words.
-    pub(super) system_prompt_words: u64,
-    /// New user words per turn.
-    pub(super) input_words: u64,
-    /// Output tokens per turn.
-    pub(super) output_tokens: u64,
+/// The agentic rows (issue #8), baseline first. A row whose policy this build's gateway does
+/// not know is left out at run time (see [`available`]), so a policy's row can be listed before
+/// the policy lands.
+pub(super) const AGENTIC_SCENARIOS: [Scenario; 6] = [
+    SCENARIOS[0],
+    SCENARIOS[1],
+    SCENARIOS[2],
+    SCENARIOS[3],
+    SCENARIOS[4],
+    // Runs as soon as `--policy ttft_aware` parses; it honours routing keys like manual.
+    Scenario {
+        label: "ttft_aware",
+        policy: "ttft_aware",
+        routing_key_override: false,
+        session_routing: "smg_routing_key",
+    },
+];
+
+/// Whether this build's gateway accepts `scenario`'s policy name.
+pub(super) fn available(scenario: &Scenario) -> bool {
+    scenario.policy.parse::<PolicyKind>().is_ok()
 }
 
-impl Workload {
-    /// The demo's workload, or a tiny one with `--quick`.
-    pub(super) fn from_args(args: &Args) -> Self {
-        if args.quick {
-            return Self {
-                sessions: 4,
-                concurrency: 4,
-                turns: 3,
-                seed: args.seed,
-                time_scale: 0.0,
-                kv_capacity_tokens: 4096,
-                system_prompt_words: 40,
-                input_words: 10,
-                output_tokens: 4,
-            };
-        }
+/// A group of rows that run one workload and are compared with each other.
+#[derive(Debug, Clone)]
+pub(super) struct RowSet {
+    /// Short name: the heading, and the prefix of row labels in the report (empty for the
+    /// original set, so its labels stay as they were).
+    pub(super) name: &'static str,
+    /// The workload and fleet.
+    pub(super) workload: Workload,
+    /// The rows that run (policies this gateway knows).
+    pub(super) scenarios: Vec<Scenario>,
+    /// Rows left out because the gateway does not know their policy yet.
+    pub(super) skipped: Vec<Scenario>,
+}
+
+impl RowSet {
+    fn new(name: &'static str, workload: Workload, all: &[Scenario]) -> Self {
+        let (scenarios, skipped) = all.iter().partition(|s| available(s));
         Self {
-            sessions: args.sessions.max(1),
-            concurrency: 16,
-            turns: 6,
-            seed: args.seed,
-            time_scale: args.time_scale,
-            kv_capacity_tokens: args.kv_capacity_tokens.max(16),
-            system_prompt_words: 200,
-            input_words: 80,
-            output_tokens: 32,
+            name,
+            workload,
+            scenarios,
+            skipped,
         }
     }
 
-    fn bench_flags(&self, url: &str, session_routing: &str) -> Vec<String> {
-        let mut flags: Vec<String> = [
-            "--url",
-            url,
-            "--endpoint-type",
-            "chat",
-            "--streaming",
-            "--quiet",
-            "--session-routing",
-            session_routing,
-            "--agent-fanout",
-            "2",
-            "--agent-depth",
-            "1",
-            "--session-turns-stddev",
-            "1",
-            "--session-turn-delay-mean",
-            "100",
-            "--session-turn-delay-stddev",
-            "30",
-            "--synthetic-input-tokens-stddev",
-            "10",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        for (flag, value) in [
-            ("--num-sessions", self.sessions.to_string()),
-            ("--expected-workers", super::fleet::WORKERS.to_string()),
-            ("--concurrency", self.concurrency.to_string()),
-            ("--session-turns-mean", self.turns.to_string()),
-            ("--random-seed", self.seed.to_string()),
-            (
-                "--shared-system-prompt-length",
-                self.system_prompt_words.to_string(),
-            ),
-            (
-                "--synthetic-input-tokens-mean",
-                self.input_words.to_string(),
-            ),
-            ("--output-tokens-mean", self.output_tokens.to_string()),
-        ] {
-            flags.push(flag.to_owned());
-            flags.push(value);
+    /// A row's label in the report and summaries.
+    pub(super) fn key(&self, scenario: &Scenario) -> String {
+        if self.name.is_empty() {
+            scenario.label.to_owned()
+        } else {
+            format!("{}: {}", self.name, scenario.label)
         }
-        flags
     }
+}
+
+/// The row sets of a demo run: the original rows, then the agentic set (unless
+/// `--agentic-sessions 0`).
+pub(super) fn row_sets(args: &Args) -> Vec<RowSet> {
+    let mut sets = vec![RowSet::new("", Workload::classic(args), &SCENARIOS)];
+    if args.quick || args.agentic_sessions > 0 {
+        sets.push(RowSet::new(
+            "agentic",
+            Workload::agentic(args),
+            &AGENTIC_SCENARIOS,
+        ));
+    }
+    sets
 }
 
 /// Runs one scenario on a fresh fleet.
 pub(super) async fn run(scenario: &Scenario, workload: &Workload) -> anyhow::Result<RunOutput> {
-    let fleet = Fleet::start(scenario, workload).await?;
+    let fleet = Fleet::start(scenario, &workload.fleet).await?;
     let flags = workload.bench_flags(&fleet.url(), scenario.session_routing);
     let config = BenchArgs::from_flags(flags)
         .and_then(|args| BenchConfig::try_from_args(&args))

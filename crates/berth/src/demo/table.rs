@@ -1,11 +1,12 @@
-//! The console comparison table.
+//! The console comparison table of one row set, and its recommendation line.
 
 use std::fmt::Write;
 
 use berth_bench::report::html::Section;
 
 use super::fleet::WORKERS;
-use super::scenario::Workload;
+use super::recommend::{CACHED_SHARE_TOLERANCE, recommend};
+use super::scenario::RowSet;
 
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
@@ -15,22 +16,23 @@ fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{:.1}%", v * 100.0))
 }
 
-/// One row per scenario; TTFT p50 also as a ratio to the first (baseline) row.
-pub(super) fn render(workload: &Workload, sections: &[Section<'_>]) -> String {
+/// One row per scenario of `set` (`sections` in the same order); TTFT p50 also as a ratio to
+/// the first (baseline) row; then the recommended row.
+pub(super) fn render(set: &RowSet, sections: &[Section<'_>]) -> String {
     let mut out = String::new();
+    let heading = if set.name.is_empty() {
+        "berth demo".to_owned()
+    } else {
+        format!("berth demo, {} set", set.name)
+    };
     let _ = writeln!(
         out,
-        "\nberth demo: {WORKERS} simulated workers (KV {} tokens each, time scale {}), {} agent sessions \
-         with 2 sub-agents each, ~{} turns, seed {}\n",
-        workload.kv_capacity_tokens,
-        workload.time_scale,
-        workload.sessions,
-        workload.turns,
-        workload.seed
+        "\n{heading}: {WORKERS} simulated workers; {}\n",
+        set.workload.description
     );
     let _ = writeln!(
         out,
-        "{:<30} {:>6} {:>6} {:>8} {:>10} {:>10} {:>9} {:>8} {:>8} {:>8}",
+        "{:<30} {:>5} {:>6} {:>7} {:>10} {:>10} {:>8} {:>12} {:>17} {:>7} {:>7}",
         "routing",
         "ok",
         "errors",
@@ -38,9 +40,10 @@ pub(super) fn render(workload: &Workload, sections: &[Section<'_>]) -> String {
         "TTFT p50",
         "TTFT p99",
         "vs first",
+        "req max/mean",
+        "uncached max/mean",
         "sticky",
-        "workers",
-        "max/mean"
+        "workers"
     );
     let baseline = sections
         .first()
@@ -54,7 +57,7 @@ pub(super) fn render(workload: &Workload, sections: &[Section<'_>]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<30} {:>6} {:>6} {:>8} {:>8}ms {:>8}ms {:>9} {:>8} {:>8} {:>8}",
+            "{:<30} {:>5} {:>6} {:>7} {:>8}ms {:>8}ms {:>8} {:>12} {:>17} {:>7} {:>7}",
             s.label,
             m.ok,
             m.failed,
@@ -62,10 +65,35 @@ pub(super) fn render(workload: &Workload, sections: &[Section<'_>]) -> String {
             opt(p50, 1),
             opt(m.ttft_ms.map(|p| p.p99), 1),
             ratio,
+            opt(m.load_max_over_mean, 2),
+            opt(m.uncached_max_over_mean, 2),
             pct(m.stickiness.ratio),
-            format!("{}/{}", m.workers.len(), m.fleet_size),
-            opt(m.load_max_over_mean, 2)
+            format!("{}/{}", m.workers.len(), m.fleet_size)
         );
+    }
+    for skipped in &set.skipped {
+        let _ = writeln!(
+            out,
+            "{:<30} (not run: this gateway has no --policy {})",
+            skipped.label, skipped.policy
+        );
+    }
+    let summaries: Vec<_> = sections.iter().map(|s| &s.output.summary).collect();
+    match recommend(&summaries) {
+        Some(r) => {
+            let _ = writeln!(
+                out,
+                "\nrecommendation: {} (lowest TTFT p99, {:.1} ms, among the rows whose cached \
+                 share is at least {:.0}% of the best, {})",
+                sections[r.index].label,
+                r.ttft_p99_ms,
+                CACHED_SHARE_TOLERANCE * 100.0,
+                pct(Some(r.best_cached))
+            );
+        }
+        None => {
+            let _ = writeln!(out, "\nrecommendation: none (no row reported both figures)");
+        }
     }
     out
 }

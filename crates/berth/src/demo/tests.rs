@@ -1,6 +1,7 @@
-//! The demo end to end on a tiny workload.
+//! The demo end to end on tiny workloads, both row sets.
 #![allow(clippy::unwrap_used)]
 
+use super::scenario::{AGENTIC_SCENARIOS, SCENARIOS, available};
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -8,31 +9,61 @@ async fn demo_runs_every_scenario_and_writes_the_report() {
     let dir = std::env::temp_dir().join(format!("berth-demo-test-{}", std::process::id()));
     let args = Args {
         sessions: 4,
+        agentic_sessions: 3,
         seed: 3,
         time_scale: 0.0,
         kv_capacity_tokens: 16_384,
+        agentic_kv_capacity_tokens: 1_024,
         artifact_dir: dir.clone(),
         quick: true,
     };
-    run(args).await.unwrap();
-    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    for s in SCENARIOS {
-        assert!(html.contains(s.label), "{}", s.label);
+    let tables = run_and_report(args).await.unwrap();
+    assert_eq!(tables.len(), 2, "the original rows, then the agentic set");
+    assert!(tables[1].contains("agentic set"), "{}", tables[1]);
+    for t in &tables {
+        assert!(t.contains("\nrecommendation: "), "{t}");
+        assert!(t.contains("uncached"), "{t}");
     }
+
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
-    for s in SCENARIOS {
-        let m = &summary[s.label];
-        assert_eq!(m["failed"], 0, "{}: {m}", s.label);
-        assert!(m["ok"].as_u64().unwrap() > 0, "{}", s.label);
+    let agentic: Vec<String> = AGENTIC_SCENARIOS
+        .iter()
+        .filter(|s| available(s))
+        .map(|s| format!("agentic: {}", s.label))
+        .collect();
+    let labels = SCENARIOS.iter().map(|s| s.label.to_owned()).chain(agentic);
+    for label in labels {
+        assert!(html.contains(&label), "{label}");
+        let m = &summary[&label];
+        assert_eq!(m["failed"], 0, "{label}: {m}");
+        assert!(m["ok"].as_u64().unwrap() > 0, "{label}");
+        assert_eq!(m["fleet_size"], 4, "{label}");
+        assert!(
+            m["uncached_max_over_mean"].as_f64().unwrap() >= 1.0,
+            "{label}"
+        );
     }
-    // Key-based routing keeps every session on one worker.
+    // A policy the gateway does not know yet has no row, and the table says so.
+    for s in AGENTIC_SCENARIOS.iter().filter(|s| !available(s)) {
+        assert!(summary.get(format!("agentic: {}", s.label)).is_none());
+        assert!(tables[1].contains(&format!("--policy {}", s.policy)));
+    }
+    // Key-based routing keeps every session on one worker, in both sets.
     for label in [
         "manual",
         "consistent_hashing",
         "cache_aware + override (rid)",
     ] {
         assert_eq!(summary[label]["stickiness"]["ratio"], 1.0, "{label}");
+        let agentic = format!("agentic: {label}");
+        assert_eq!(summary[&agentic]["stickiness"]["ratio"], 1.0, "{agentic}");
     }
+    // The agentic set is heavier: four long prompts, children carrying their parents' turns.
+    let tokens = |label: &str| {
+        summary[label]["prompt_tokens"].as_f64().unwrap() / summary[label]["ok"].as_f64().unwrap()
+    };
+    assert!(tokens("agentic: round_robin") > tokens("round_robin"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

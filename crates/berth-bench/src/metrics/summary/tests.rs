@@ -118,3 +118,45 @@ fn load_errors_and_throughput() {
     assert_eq!(s.ttft_ms.unwrap().count, 4);
     assert_eq!(s.sessions, 4);
 }
+
+#[test]
+fn uncached_tokens_per_worker_is_the_prefill_work_and_counts_idle_workers() {
+    let mut failed = rec("c", 0, "w2", 900, 0);
+    failed.ok = false;
+    let mut unreported = rec("c", 1, "w2", 700, 0);
+    unreported.cached_tokens = None;
+    let mut warm = rec("d", 0, "w2", 5000, 0);
+    warm.warmup = true;
+    let records = vec![
+        rec("a", 0, "w1", 1000, 0),   // 1000 uncached
+        rec("a", 1, "w1", 1200, 992), // 208
+        rec("b", 0, "w2", 1000, 0),   // 1000
+        rec("b", 1, "w2", 1300, 0),   // 1300: the turn landed cold
+        rec("e", 0, "w3", 100, 96),   // 4
+        failed,
+        unreported,
+        warm,
+    ];
+    let s = Summary::from_records(&records, None);
+    let per: Vec<(&str, u64)> = s
+        .uncached_tokens_per_worker
+        .iter()
+        .map(|(w, n)| (w.as_str(), *n))
+        .collect();
+    assert_eq!(per, [("w1", 1208), ("w2", 2300), ("w3", 4)]);
+    // Total 3512 over 3 workers: mean 1170.67, max 2300.
+    let expected = 2300.0 / (3512.0 / 3.0);
+    assert!((s.uncached_max_over_mean.unwrap() - expected).abs() < 1e-9);
+    // Requests: w1 2, w2 4 (failed and unreported ones count as load), w3 1.
+    assert!((s.load_max_over_mean.unwrap() - 4.0 / (7.0 / 3.0)).abs() < 1e-9);
+    // A fleet of 5, two idle: the mean is over 5.
+    let fleet = Summary::from_records(&records, Some(5));
+    assert!((fleet.uncached_max_over_mean.unwrap() - 2300.0 / (3512.0 / 5.0)).abs() < 1e-9);
+    assert!((fleet.load_max_over_mean.unwrap() - 4.0 / (7.0 / 5.0)).abs() < 1e-9);
+    // Everything cached: no prefill to compare.
+    let all_cached = vec![rec("a", 1, "w1", 100, 100)];
+    assert_eq!(
+        Summary::from_records(&all_cached, Some(2)).uncached_max_over_mean,
+        None
+    );
+}

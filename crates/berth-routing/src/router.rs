@@ -403,7 +403,7 @@ impl Router {
             };
             if let Some(t) = self.policy.ttft() {
                 let eval = t.evaluate(&pick, snap, &cands);
-                let worker = t.best(&eval, rng).ok_or(Error::NoAvailableWorkers)?;
+                let worker = t.place(&eval, rng).ok_or(Error::NoAvailableWorkers)?;
                 let id = t.commit(&pick, &eval, snap, worker);
                 return Ok(Decision {
                     worker,

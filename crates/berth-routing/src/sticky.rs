@@ -73,7 +73,7 @@ impl Router {
         let eval = ttft.map(|t| t.evaluate(&pick, snap, cands));
         let place = |rng: &mut Rng| {
             let placed = match (ttft, &eval, self.cfg.mode) {
-                (Some(t), Some(e), AssignmentMode::Delegate) => t.best(e, rng),
+                (Some(t), Some(e), AssignmentMode::Delegate) => t.place(e, rng),
                 _ => self.cfg.mode.pick(&self.policy, &pick, snap, cands, rng),
             };
             placed.ok_or(Error::NoAvailableWorkers)

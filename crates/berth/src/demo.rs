@@ -34,7 +34,8 @@ use self::scenario::row_sets;
 /// Flags of `berth demo`.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct Args {
-    /// Root sessions per scenario of the original rows (each an agent with two sub-agents).
+    /// Root sessions per scenario of the original rows (each an agent with two sub-agents; 0:
+    /// skip that set).
     #[arg(long, default_value_t = 48)]
     pub(crate) sessions: u64,
     /// Root sessions per scenario of the agentic rows (0: skip that set).

@@ -63,9 +63,11 @@ impl Policy {
             PolicyKind::PowerOfTwo => Self::PowerOfTwo,
             PolicyKind::CacheAware => Self::CacheAware(cache_aware::CacheAware::new(cache)),
             PolicyKind::ConsistentHashing => Self::ConsistentHashing,
-            PolicyKind::TtftAware => {
-                Self::TtftAware(ttft::TtftAware::new(ttft, cache.max_tree_size))
-            }
+            PolicyKind::TtftAware => Self::TtftAware(ttft::TtftAware::new(
+                ttft,
+                cache.cache_threshold,
+                cache.max_tree_size,
+            )),
             PolicyKind::Manual => Self::Manual,
         }
     }
@@ -97,7 +99,7 @@ impl Policy {
             }
             Self::PowerOfTwo => Some(simple::power_of_two(snap, cands, rng)),
             Self::CacheAware(ca) => Some(ca.pick(req, snap, cands, rng)),
-            Self::TtftAware(t) => t.best(&t.evaluate(req, snap, cands), rng),
+            Self::TtftAware(t) => t.place(&t.evaluate(req, snap, cands), rng),
             Self::ConsistentHashing => match req.key {
                 Some(key) => snap.ring().lookup(key.as_bytes(), cands),
                 None => Some(cands[rng.below(cands.len())]),

@@ -70,8 +70,8 @@ impl Default for TtftConfig {
                 per_decode_ms: 0.5,
             },
             chars_per_token: 4.0,
-            move_factor: 1.5,
-            move_margin_ms: 100.0,
+            move_factor: 3.0,
+            move_margin_ms: 300.0,
             move_interval_secs: 30,
         }
     }
@@ -83,6 +83,8 @@ pub(crate) struct Estimate {
     pub(crate) worker: WorkerId,
     pub(crate) own_tokens: f64,
     pub(crate) prediction: Prediction,
+    /// Characters the worker holds in the prefix index (the near-tie break: least cached).
+    pub(crate) cached_chars: usize,
 }
 
 /// Every candidate's prediction for one request, in candidate order.
@@ -90,6 +92,8 @@ pub(crate) struct Estimate {
 pub(crate) struct Evaluation {
     /// Whether the request's prompt was known (text or tokens).
     pub(crate) with_text: bool,
+    /// Prompt tokens (0 when unknown).
+    pub(crate) prompt_tokens: f64,
     pub(crate) estimates: Vec<Estimate>,
 }
 
@@ -103,6 +107,8 @@ impl Evaluation {
 #[derive(Debug)]
 pub(crate) struct TtftAware {
     cfg: TtftConfig,
+    /// Share of the prompt a worker must hold to count as its holder (`--cache-threshold`).
+    cache_threshold: f64,
     trees: Trees,
     fleet: Arc<FleetCost>,
 }
@@ -112,9 +118,10 @@ fn ms(now: Duration) -> f64 {
 }
 
 impl TtftAware {
-    pub(crate) fn new(cfg: TtftConfig, max_tree_size: usize) -> Self {
+    pub(crate) fn new(cfg: TtftConfig, cache_threshold: f64, max_tree_size: usize) -> Self {
         Self {
             cfg,
+            cache_threshold,
             trees: Trees::new(max_tree_size),
             fleet: Arc::new(FleetCost::new(cfg.prior)),
         }
@@ -149,15 +156,22 @@ impl TtftAware {
         let fleet = self.fleet.model();
         let text = req.text.filter(|t| !t.is_empty());
         let per = self.bytes_per_token(req);
-        let matched = match text {
-            Some(t) => prefix_index::lock(&self.trees.get(req.model)).match_per_worker(t, cands),
-            None => vec![0; cands.len()],
+        let (matched, sizes) = {
+            let tree = self.trees.get(req.model);
+            let tree = prefix_index::lock(&tree);
+            let matched = match text {
+                Some(t) => tree.match_per_worker(t, cands),
+                None => vec![0; cands.len()],
+            };
+            let sizes: Vec<usize> = cands.iter().map(|w| tree.tenant_chars(*w)).collect();
+            (matched, sizes)
         };
         let prompt = text.map_or(0.0, |t| t.len() as f64 / per);
         let estimates = cands
             .iter()
             .zip(matched)
-            .map(|(&w, m)| {
+            .zip(sizes)
+            .map(|((&w, m), cached_chars)| {
                 let Some(stats) = snap.stats(w) else {
                     return Estimate {
                         worker: w,
@@ -167,6 +181,7 @@ impl TtftAware {
                             ahead_tokens: 0.0,
                             decoding: 0.0,
                         },
+                        cached_chars,
                     };
                 };
                 let own = match text {
@@ -178,19 +193,45 @@ impl TtftAware {
                     worker: w,
                     own_tokens: own,
                     prediction,
+                    cached_chars,
                 }
             })
             .collect();
         Evaluation {
             with_text: text.is_some(),
+            prompt_tokens: prompt,
             estimates,
         }
     }
 
-    /// The candidate with the least predicted TTFT; ties (within [`TIE_MS`] or [`TIE_REL`] of
-    /// the best) at random.
+    /// The candidate with the least predicted TTFT. Near-ties (within [`TIE_MS`] or [`TIE_REL`]
+    /// of the best) go to the one with the least cached text (SMG's smallest tree: the most free
+    /// cache, so distinct long prompts spread over the fleet instead of sharing a worker while
+    /// another holds nothing), exact ties of that at random.
     pub(crate) fn best(&self, eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
         best_of(eval.estimates.iter(), rng)
+    }
+
+    /// Where a request without a pin goes: to the worker holding the most of its prompt (more
+    /// than `--cache-threshold` of it), unless that worker is predicted clearly slower than the
+    /// fastest (the move rule: `> move_factor x fastest + move_margin_ms`); otherwise, and when
+    /// nobody holds enough, to the fastest. The guard is what keeps a loaded fleet stable: a
+    /// placement that is a little faster now but copies a long prompt to another worker adds
+    /// prefill work and evicts other prompts there, and when every worker is busy those copies
+    /// feed on themselves.
+    pub(crate) fn place(&self, eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
+        let fastest = self.best(eval, rng)?;
+        let matched = |e: &Estimate| eval.prompt_tokens - e.own_tokens;
+        let most = eval.estimates.iter().map(matched).fold(0.0, f64::max);
+        if eval.prompt_tokens <= 0.0 || most <= self.cache_threshold * eval.prompt_tokens {
+            return Some(fastest);
+        }
+        let holders = eval.estimates.iter().filter(|e| matched(e) >= most);
+        let holder = best_of(holders, rng)?;
+        let (h, f) = (eval.of(holder)?, eval.of(fastest)?);
+        let clearly_slower = h.prediction.ttft_ms
+            > self.cfg.move_factor * f.prediction.ttft_ms + self.cfg.move_margin_ms;
+        Some(if clearly_slower { fastest } else { holder })
     }
 
     /// Where a key pinned to `pinned` should move, if staying is predicted to cost more than
@@ -268,18 +309,21 @@ fn best_of<'a>(
         .clone()
         .map(|e| e.prediction.ttft_ms)
         .min_by(f64::total_cmp)?;
-    let near = |t: f64| t <= best + TIE_MS.max(best * TIE_REL);
-    let n = estimates
+    let near = |e: &&Estimate| {
+        let t = e.prediction.ttft_ms;
+        t <= best + TIE_MS.max(best * TIE_REL) || t == best
+    };
+    let least = estimates
         .clone()
-        .filter(|e| near(e.prediction.ttft_ms))
-        .count();
-    if n == 0 {
-        // every prediction is infinite (no stats): any candidate
-        return estimates.map(|e| e.worker).next();
-    }
-    let pick = rng.below(n);
-    estimates
-        .filter(|e| near(e.prediction.ttft_ms))
-        .nth(pick)
-        .map(|e| e.worker)
+        .filter(near)
+        .map(|e| e.cached_chars)
+        .min()?;
+    let pool = || {
+        estimates
+            .clone()
+            .filter(near)
+            .filter(move |e| e.cached_chars == least)
+    };
+    let n = pool().count();
+    pool().nth(rng.below(n)).map(|e| e.worker)
 }

@@ -117,7 +117,10 @@ impl RowSet {
 /// The row sets of a demo run: the original rows, then the agentic set (unless
 /// `--agentic-sessions 0`).
 pub(super) fn row_sets(args: &Args) -> Vec<RowSet> {
-    let mut sets = vec![RowSet::new("", Workload::classic(args), &SCENARIOS)];
+    let mut sets = Vec::new();
+    if args.quick || args.sessions > 0 {
+        sets.push(RowSet::new("", Workload::classic(args), &SCENARIOS));
+    }
     if args.quick || args.agentic_sessions > 0 {
         sets.push(RowSet::new(
             "agentic",

@@ -9,23 +9,36 @@
 //! body and cannot tell). The work left in the queue is the pending tokens' cost minus the time
 //! the worker has had since the oldest pending request was sent (prefill is served in order).
 //!
-//! **Cost model.** Predicted TTFT = `base + per_token x (queued + own uncached tokens) +
-//! per_decode x requests decoding`, with three coefficients per worker, learned online from
-//! the first-byte times of streamed responses (and pooled over the fleet, [`FleetCost`]: a
-//! worker without samples of its own predicts with the fleet's model, so a worker nobody has
-//! measured yet is not shunned for looking slower than the one that was) by least squares over exponentially weighted
-//! sufficient statistics (weight [`LEARN_RATE`] per sample). The statistics start as one
-//! sample's worth of pseudo-data that the starting values (flags) fit exactly, so a worker with
-//! few samples predicts close to them, and their weight decays like any old sample's (about 5%
-//! after 60 first bytes); a tiny ridge towards them keeps a coefficient the samples cannot
-//! tell apart (e.g. the decode cost when nothing ever decodes) where it started. No
-//! coefficient goes below zero.
+//! **Cost model.** Predicted TTFT = `speed x (base + per_token x (queued + own uncached tokens)
+//! + per_decode x requests decoding)`. The three coefficients are the fleet's
+//! ([`FleetCost`]), learned online from the first-byte times of every streamed response by least
+//! squares over exponentially weighted sufficient statistics (weight [`LEARN_RATE`] per sample).
+//! The statistics start as one sample's worth of pseudo-data that the starting values (flags)
+//! fit exactly, so the model starts at them and their weight decays like any old sample's (about
+//! 5% after 60 first bytes); a tiny ridge towards them keeps a coefficient the samples cannot
+//! tell apart (e.g. the decode cost when nothing ever decodes) where it started. No coefficient
+//! goes below zero.
+//!
+//! `speed` is per worker: its weighted mean first-byte time over what the fleet's model predicts
+//! for its weighted mean features (the model is linear, so that is its mean prediction, with
+//! the model as it is now rather than as it was when each sample came), so
+//! a worker on a slower GPU, or one shared with traffic this gateway does not see, is predicted
+//! slower. It counts only after [`SPEED_MIN_SAMPLES`] first bytes and only outside
+//! [`SPEED_DEAD_ZONE`]: identical workers measure a little differently by chance, and a
+//! per-worker fit would let that noise send every new session to whichever worker happened to
+//! look fastest, leaving an unmeasured one idle for good.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Weight of the newest sample in the exponentially weighted statistics (about the last 20
 /// first-byte times dominate).
 pub const LEARN_RATE: f64 = 0.05;
+
+/// First bytes a worker must have shown before its own speed counts.
+pub const SPEED_MIN_SAMPLES: u32 = 20;
+
+/// Speeds within this range count as the fleet's (1.0).
+pub const SPEED_DEAD_ZONE: (f64, f64) = (0.8, 1.25);
 
 /// Ridge towards the starting values, for conditioning only.
 const RIDGE: f64 = 1e-4;
@@ -66,35 +79,70 @@ pub(crate) struct Prediction {
     pub(crate) decoding: f64,
 }
 
-/// The fleet's pooled cost model: learned from every worker's first bytes, it is what a worker
-/// with no samples of its own predicts with, and where a worker's own model starts.
+/// The fleet's pooled cost model: learned from every worker's first bytes, it is what every
+/// worker predicts with (times its speed).
 #[derive(Debug)]
 pub(crate) struct FleetCost {
     prior: CostModel,
-    learned: Mutex<Option<Learned>>,
+    inner: Mutex<FleetInner>,
+}
+
+#[derive(Debug, Default)]
+struct FleetInner {
+    learned: Option<Learned>,
+    means: Means,
+}
+
+/// Exponentially weighted means of features and first-byte times (the first sample sets them).
+#[derive(Debug, Default, Clone, Copy)]
+struct Means {
+    x: [f64; 3],
+    y: f64,
+    samples: u32,
+}
+
+impl Means {
+    fn observe(&mut self, x: [f64; 3], y: f64) {
+        let w = if self.samples == 0 { 1.0 } else { LEARN_RATE };
+        for (m, v) in self.x.iter_mut().zip(x) {
+            *m += w * (v - *m);
+        }
+        self.y += w * (y - self.y);
+        self.samples = self.samples.saturating_add(1);
+    }
 }
 
 impl FleetCost {
     pub(crate) fn new(prior: CostModel) -> Self {
         Self {
             prior,
-            learned: Mutex::new(None),
+            inner: Mutex::default(),
         }
     }
 
-    /// The pooled model (the configured prior until a first byte was measured).
+    /// The pooled model (the configured prior until a first byte was measured), scaled so that
+    /// at the fleet's mean features it predicts the fleet's mean first-byte time: the fit's pull
+    /// towards its starting values then never makes the workers that were measured look faster
+    /// than the model, which is what each worker's speed is relative to.
     pub(crate) fn model(&self) -> CostModel {
-        self.learned
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .map_or(self.prior, |l| l.model)
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(l) = inner.learned else {
+            return self.prior;
+        };
+        let at_mean = l.model.at(inner.means.x);
+        if inner.means.samples == 0 || at_mean <= 1e-9 {
+            return l.model;
+        }
+        l.model.scaled((inner.means.y / at_mean).clamp(0.1, 10.0))
     }
 
     fn observe(&self, x: [f64; 3], y: f64) {
-        let mut learned = self.learned.lock().unwrap_or_else(PoisonError::into_inner);
-        learned
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner
+            .learned
             .get_or_insert_with(|| Learned::new(self.prior))
             .observe(x, y, self.prior);
+        inner.means.observe(x, y);
     }
 }
 
@@ -102,14 +150,57 @@ impl FleetCost {
 #[derive(Debug, Default)]
 pub(crate) struct TtftStats(Mutex<Inner>);
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Inner {
     pending: Vec<Pending>,
     next_id: u64,
-    learned: Option<Learned>,
+    /// This worker's first bytes.
+    means: Means,
     /// Weighted mean of own uncached tokens of the requests placed with text, for requests
     /// routed without their body.
     mean_own_tokens: f64,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Self {
+            pending: Vec::new(),
+            next_id: 0,
+            means: Means::default(),
+            mean_own_tokens: 0.0,
+        }
+    }
+}
+
+impl Inner {
+    /// The speed factor in force against the fleet's model `fleet`.
+    fn speed(&self, fleet: CostModel) -> f64 {
+        if self.means.samples < SPEED_MIN_SAMPLES {
+            return 1.0;
+        }
+        let speed = (self.means.y / fleet.at(self.means.x).max(1e-9)).clamp(0.1, 10.0);
+        let (lo, hi) = SPEED_DEAD_ZONE;
+        if (lo..=hi).contains(&speed) {
+            1.0
+        } else {
+            speed
+        }
+    }
+}
+
+impl CostModel {
+    fn scaled(self, by: f64) -> Self {
+        Self {
+            base_ms: self.base_ms * by,
+            per_token_ms: self.per_token_ms * by,
+            per_decode_ms: self.per_decode_ms * by,
+        }
+    }
+
+    fn at(self, x: [f64; 3]) -> f64 {
+        let v = self.as_vec();
+        v.iter().zip(x).map(|(a, b)| a * b).sum()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -147,10 +238,9 @@ impl TtftStats {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The cost model in force (`fallback`, the fleet's, until the worker has reported first
-    /// bytes).
-    pub(crate) fn model(&self, fallback: CostModel) -> CostModel {
-        self.lock().learned.map_or(fallback, |l| l.model)
+    /// The cost model in force for this worker: the fleet's, times its speed.
+    pub(crate) fn model(&self, fleet: CostModel) -> CostModel {
+        fleet.scaled(self.lock().speed(fleet))
     }
 
     /// Mean own uncached tokens of recent placements with text.
@@ -165,10 +255,10 @@ impl TtftStats {
         now_ms: f64,
         in_flight: u32,
         own_tokens: f64,
-        fallback: CostModel,
+        fleet: CostModel,
     ) -> Prediction {
         let inner = self.lock();
-        let m = inner.learned.map_or(fallback, |l| l.model);
+        let m = fleet.scaled(inner.speed(fleet));
         let mut queued = 0.0;
         let mut active = 0u32;
         let mut oldest = f64::INFINITY;
@@ -228,8 +318,8 @@ impl TtftStats {
     }
 
     /// The request's first response byte arrived at `now_ms`: it leaves the queue, and when
-    /// `learn` (a streamed response, so the byte is the first token) its time teaches this
-    /// worker's model and the fleet's.
+    /// `learn` (a streamed response, so the byte is the first token) its time teaches the
+    /// fleet's model and this worker's speed.
     pub(crate) fn first_byte(&self, id: u64, now_ms: f64, learn: bool, fleet: &FleetCost) {
         let mut inner = self.lock();
         let Some(pos) = inner.pending.iter().position(|p| p.id == id) else {
@@ -239,11 +329,7 @@ impl TtftStats {
         if learn {
             let x = [1.0, (p.ahead_tokens + p.own_tokens) / 1000.0, p.decoding];
             let y = (now_ms - p.sent_ms).max(0.0);
-            let start = fleet.model();
-            inner
-                .learned
-                .get_or_insert_with(|| Learned::new(start))
-                .observe(x, y, start);
+            inner.means.observe(x, y);
             fleet.observe(x, y);
         }
     }

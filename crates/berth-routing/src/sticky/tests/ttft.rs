@@ -1,12 +1,22 @@
 //! `ttft_aware` as scripted sequences on the pure router: no clock, no IO. Prompts are text at
 //! the default 4 characters per token; the prior is 10 ms + 0.1 ms per token + 0.5 ms per
-//! decoding request, the move rule `stay > 1.5 x best other + 100 ms` once per 30 s.
+//! decoding request, the move rule set to `stay > 1.5 x best other + 100 ms` (the defaults are
+//! stricter) once per 30 s.
 
 use super::*;
-use crate::BodyPath;
+use crate::{BodyPath, TtftConfig};
 
 fn ttft() -> Router {
-    router(PolicyKind::TtftAware, false, None)
+    Router::new(&RouterOptions {
+        policy: PolicyKind::TtftAware,
+        ttft: TtftConfig {
+            move_factor: 1.5,
+            move_margin_ms: 100.0,
+            ..TtftConfig::default()
+        },
+        ..RouterOptions::default()
+    })
+    .unwrap()
 }
 
 /// `tokens` tokens of text no other call shares (4 characters each, 32-byte aligned).
@@ -261,7 +271,12 @@ fn the_body_is_read_only_when_the_decision_needs_the_text() {
         r.request_body_path(&h, false, true, &snap, T0),
         BodyPath::Buffered("model_selection")
     );
-    let over = router(PolicyKind::TtftAware, true, None);
+    let over = Router::new(&RouterOptions {
+        policy: PolicyKind::TtftAware,
+        routing_key_override: true,
+        ..RouterOptions::default()
+    })
+    .unwrap();
     assert_eq!(
         over.request_body_path(&h, false, false, &snap, T0),
         BodyPath::Buffered("routing_key_override")
@@ -306,15 +321,15 @@ fn first_bytes_teach_the_worker_its_cost() {
         let ttft = Duration::from_secs_f64((10.0 + 0.4 * tokens as f64) / 1000.0);
         d.lease.first_byte(T0 + ttft, true);
     }
-    let learned = f.stats[0].ttft_model(prior);
-    assert!((learned.per_token_ms - 0.4).abs() < 0.04, "{learned:?}");
+    let fleet = r.stats().ttft_fleet.unwrap();
+    assert!((fleet.per_token_ms - 0.4).abs() < 0.04, "{fleet:?}");
+    assert_eq!(f.stats[0].ttft_model(fleet), fleet);
     // a response that is not a stream teaches nothing
-    let f2 = Fleet::new(1);
-    let snap2 = f2.snap(&[]);
-    let mut d = route(&r, &snap2, None, &fresh("x", 1000), &[], T0, &mut rng);
+    let r2 = ttft();
+    let mut d = route(&r2, &snap, None, &fresh("x", 1000), &[], T0, &mut rng);
     d.lease.first_byte(T0 + Duration::from_secs(5), false);
-    assert_eq!(f2.stats[0].ttft_model(prior), prior);
-    assert_eq!(f2.stats[0].ttft.pending(), 0);
+    assert_eq!(r2.stats().ttft_fleet, Some(prior));
+    assert_eq!(f.stats[0].ttft.pending(), 0);
 }
 
 #[test]
@@ -389,4 +404,61 @@ fn an_unmeasured_worker_predicts_with_the_fleets_model() {
         d.lease.first_byte(T0, false);
     }
     assert!(seen.iter().all(|&n| n > 20), "{seen:?}");
+}
+
+#[test]
+fn distinct_long_prompts_spread_over_an_idle_fleet() {
+    for seed in 0..20 {
+        let f = Fleet::new(4);
+        let snap = f.snap(&[]);
+        let r = ttft();
+        let mut rng = Rng::seeded(seed);
+        let mut holders = Vec::new();
+        for p in 0..4 {
+            // each prompt's first request is done before the next arrives: queues stay empty,
+            // every prediction ties, and the least cached worker takes the new prompt
+            let mut d = route(
+                &r,
+                &snap,
+                None,
+                &fresh(&format!("prompt {p}"), 2000),
+                &[],
+                T0,
+                &mut rng,
+            );
+            d.lease.first_byte(T0, false);
+            holders.push(d.worker);
+        }
+        holders.sort();
+        holders.dedup();
+        assert_eq!(holders.len(), 4, "seed {seed}");
+    }
+}
+
+#[test]
+fn a_new_session_follows_its_prompt_unless_the_holder_is_clearly_slower() {
+    let f = Fleet::new(3);
+    let snap = f.snap(&[]);
+    let r = ttft();
+    let mut rng = Rng::seeded(21);
+    let system = fresh("shared system prompt", 2000);
+    let mut d = route(&r, &snap, None, &system, &[], T0, &mut rng);
+    let holder = d.worker;
+    d.lease.first_byte(T0, false);
+    drop(d);
+    let session = |i: usize| format!("{system}{}", fresh(&format!("user {i}"), 100));
+    // 3000 tokens queued on the holder: it predicts 10 + 0.1 x 3100 = 320 ms, an idle worker
+    // 10 + 0.1 x 2100 = 220 ms; 320 <= 1.5 x 220 + 100, so the session still goes where its
+    // prompt is cached (a copy would cost the fleet 2000 tokens of prefill)
+    let mut held = load(&r, &snap, holder, 3, T0, &mut rng);
+    let d = route(&r, &snap, Some("s1"), &session(1), &[], T0, &mut rng);
+    assert_eq!((d.worker, d.branch), (holder, Some(Branch::Vacant)));
+    drop(d);
+    // 6000 queued: 610 ms > 430 ms, clearly slower: the fastest worker takes it
+    held.extend(load(&r, &snap, holder, 3, T0, &mut rng));
+    let d = route(&r, &snap, Some("s2"), &session(2), &[], T0, &mut rng);
+    assert_ne!(d.worker, holder);
+    // and keyless requests follow the same rule
+    let d = route(&r, &snap, None, &session(3), &[], T0, &mut rng);
+    assert_ne!(d.worker, holder);
 }

@@ -65,8 +65,9 @@ fn responses_that_are_not_streams_count_until_their_predicted_first_byte() {
     assert_eq!((p.ahead_tokens, p.decoding), (0.0, 2.0));
 }
 
-/// First-byte times from a worker slower than the prior; `ahead` and `decoding` vary.
-fn teach(s: &TtftStats, truth: CostModel, samples: u32) {
+/// `samples` first bytes on `s` from a worker whose true costs are `truth`; `ahead` and
+/// `decoding` vary.
+fn teach(s: &TtftStats, fleet: &FleetCost, truth: CostModel, samples: u32) {
     let mut t = 0.0;
     for i in 0..samples {
         let own = f64::from(200 + (i * 37) % 3000);
@@ -80,41 +81,77 @@ fn teach(s: &TtftStats, truth: CostModel, samples: u32) {
         let y = truth.base_ms
             + truth.per_token_ms * (p.ahead_tokens + own)
             + truth.per_decode_ms * decoding;
-        s.first_byte(id, t + y, true, &FleetCost::new(PRIOR));
+        s.first_byte(id, t + y, true, fleet);
         t += 1000.0;
     }
 }
 
+const SLOWER: CostModel = CostModel {
+    base_ms: 25.0,
+    per_token_ms: 0.3,
+    per_decode_ms: 2.0,
+};
+
 #[test]
-fn the_model_learns_a_workers_measured_costs() {
+fn the_fleet_model_learns_the_measured_costs() {
+    let fleet = FleetCost::new(PRIOR);
     let s = TtftStats::default();
-    let truth = CostModel {
-        base_ms: 25.0,
-        per_token_ms: 0.3,
-        per_decode_ms: 2.0,
-    };
-    teach(&s, truth, 400);
-    let m = s.model(PRIOR);
+    teach(&s, &fleet, SLOWER, 400);
+    let m = fleet.model();
     assert!((m.per_token_ms - 0.3).abs() < 0.03, "{m:?}");
     assert!((m.per_decode_ms - 2.0).abs() < 0.5, "{m:?}");
-    // what matters is the prediction: within 5% over the range it saw (the prior's pull
-    // trades a little per-token cost for base time)
+    // what matters is the prediction: within 5% over the range it saw
     for (tokens, decoding) in [(300.0, 0.0), (1500.0, 4.0), (4000.0, 10.0)] {
         let want = 25.0 + 0.3 * tokens + 2.0 * decoding;
-        let got = m.base_ms + m.per_token_ms * tokens + m.per_decode_ms * decoding;
+        let got = m.at([1.0, tokens / 1000.0, decoding]);
         assert!(
             (got - want).abs() < 0.05 * want,
             "{tokens} {decoding}: {got} vs {want}"
         );
     }
-    // and predicts with it
-    let p = s.predict(1e9, 0, 1000.0, PRIOR);
-    assert!((p.ttft_ms - (m.base_ms + 1000.0 * m.per_token_ms)).abs() < 1e-6);
+    // the worker that taught it runs at the fleet's speed, and predicts with its model
+    assert_eq!(s.model(m), m);
+    let p = s.predict(1e9, 0, 1000.0, m);
+    assert!((p.ttft_ms - m.at([1.0, 1.0, 0.0])).abs() < 1e-6);
+}
+
+#[test]
+fn a_clearly_slower_worker_gets_its_own_speed_and_small_differences_do_not_count() {
+    let fleet = FleetCost::new(PRIOR);
+    let (a, b) = (TtftStats::default(), TtftStats::default());
+    // a and b serve alike, b at three times the cost: the fleet's model is their mix
+    for round in 0..20 {
+        teach(&a, &fleet, PRIOR, 1);
+        teach(&b, &fleet, PRIOR.scaled(3.0), 1);
+        if round == 8 {
+            assert_eq!(b.model(fleet.model()), fleet.model(), "too few samples yet");
+        }
+    }
+    for _ in 0..100 {
+        teach(&a, &fleet, PRIOR, 1);
+        teach(&b, &fleet, PRIOR.scaled(3.0), 1);
+    }
+    let f = fleet.model();
+    let (ma, mb) = (a.model(f), b.model(f));
+    let ratio = mb.at([1.0, 1.0, 0.0]) / ma.at([1.0, 1.0, 0.0]);
+    assert!((2.4..3.6).contains(&ratio), "{ratio} {ma:?} {mb:?}");
+    // c is 10% slower than a fleet of its own kind: noise-sized, it keeps the fleet's model
+    let fleet = FleetCost::new(PRIOR);
+    let (d, c) = (TtftStats::default(), TtftStats::default());
+    for _ in 0..100 {
+        teach(&d, &fleet, PRIOR, 1);
+        teach(&c, &fleet, PRIOR.scaled(1.1), 1);
+    }
+    assert_eq!(c.model(fleet.model()), fleet.model());
+    assert_eq!(d.model(fleet.model()), fleet.model());
+    // a worker never measured predicts with the fleet's model
+    assert_eq!(TtftStats::default().model(fleet.model()), fleet.model());
 }
 
 #[test]
 fn what_the_samples_cannot_tell_stays_at_the_prior() {
     // no request ever decodes beside a prefill: the decode cost keeps its starting value
+    let fleet = FleetCost::new(PRIOR);
     let s = TtftStats::default();
     for i in 0..200u32 {
         let own = f64::from(500 + (i * 91) % 2500);
@@ -124,9 +161,9 @@ fn what_the_samples_cannot_tell_stays_at_the_prior() {
             decoding: 0.0,
         };
         let id = s.dispatch(0.0, own, true, p, Streaming::Yes);
-        s.first_byte(id, 10.0 + 0.2 * own, true, &FleetCost::new(PRIOR));
+        s.first_byte(id, 10.0 + 0.2 * own, true, &fleet);
     }
-    let m = s.model(PRIOR);
+    let m = fleet.model();
     assert!((m.per_token_ms - 0.2).abs() < 0.02, "{m:?}");
     assert!(
         (m.per_decode_ms - PRIOR.per_decode_ms).abs() < 1e-6,
@@ -136,6 +173,7 @@ fn what_the_samples_cannot_tell_stays_at_the_prior() {
 
 #[test]
 fn coefficients_never_go_negative() {
+    let fleet = FleetCost::new(PRIOR);
     let s = TtftStats::default();
     // first bytes faster than any positive model explains
     for i in 0..50u32 {
@@ -145,9 +183,9 @@ fn coefficients_never_go_negative() {
             decoding: f64::from(i % 5),
         };
         let id = s.dispatch(0.0, f64::from(100 + i * 100), true, p, Streaming::Yes);
-        s.first_byte(id, 0.0, true, &FleetCost::new(PRIOR));
+        s.first_byte(id, 0.0, true, &fleet);
     }
-    let m = s.model(PRIOR);
+    let m = fleet.model();
     assert!(
         m.base_ms >= 0.0 && m.per_token_ms > 0.0 && m.per_decode_ms >= 0.0,
         "{m:?}"

@@ -9,8 +9,9 @@
 //! body and cannot tell). The work left in the queue is the pending tokens' cost minus the time
 //! the worker has had since the oldest pending request was sent (prefill is served in order).
 //!
-//! **Cost model.** Predicted TTFT = `speed x (base + per_token x (queued + own uncached tokens)
-//! + per_decode x requests decoding)`. The three coefficients are the fleet's
+//! **Cost model.** Predicted TTFT =
+//! `speed x (base + per_token x (queued + own uncached tokens) + per_decode x decoding)`.
+//! The three coefficients are the fleet's
 //! ([`FleetCost`]), learned online from the first-byte times of every streamed response by least
 //! squares over exponentially weighted sufficient statistics (weight [`LEARN_RATE`] per sample).
 //! The statistics start as one sample's worth of pseudo-data that the starting values (flags)

@@ -39,7 +39,7 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 48)]
     pub(crate) sessions: u64,
     /// Root sessions per scenario of the agentic rows (0: skip that set).
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 60)]
     pub(crate) agentic_sessions: u64,
     /// Seed of the workloads (same for every scenario).
     #[arg(long, default_value_t = 1)]

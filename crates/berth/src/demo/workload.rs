@@ -169,4 +169,4 @@ impl Workload {
 }
 
 /// Root sessions started per second in the agentic set.
-const AGENTIC_ROOTS_PER_SEC: f64 = 4.0;
+const AGENTIC_ROOTS_PER_SEC: f64 = 6.0;

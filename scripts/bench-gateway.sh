@@ -94,19 +94,7 @@ wait_http "http://127.0.0.1:$BP/readiness"
 wait_http "http://127.0.0.1:$NP/health"
 if [ -n "$SMG_PID" ]; then wait_http "http://127.0.0.1:$SP/health" || SMG_PID=; fi
 
-cat >"$OUT/req.lua" <<LUA
-local n = 0
-local body = '{"model":"sim-model","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}'
-request = function()
-    n = n + 1
-    local hdr = { ["Content-Type"] = "application/json", ["X-SMG-Routing-Key"] = "session-" .. (n % $KEYS) }
-    return wrk.format("POST", "/v1/chat/completions", hdr, body)
-end
-if os.getenv("PACE_MS") then
-    local d = tonumber(os.getenv("PACE_MS"))
-    delay = function() return d end
-end
-LUA
+keyed_chat_lua "$OUT/req.lua" "$KEYS" hi
 
 wrk_one() { # port conns pace_ms outfile
     PACE_MS=$([ "$3" = 0 ] || echo "$3") \

@@ -54,16 +54,8 @@ for pol in $POLICIES; do
     wait_http "http://127.0.0.1:$port/readiness"
 done
 
-words=$(yes "lorem" | head -n "$WORDS" | tr '\n' ' ')
-cat >"$OUT/req.lua" <<LUA
-local n = 0
-local body = '{"model":"sim-model","max_tokens":1,"messages":[{"role":"user","content":"$words"}]}'
-request = function()
-    n = n + 1
-    local hdr = { ["Content-Type"] = "application/json", ["X-SMG-Routing-Key"] = "session-" .. (n % $KEYS) }
-    return wrk.format("POST", "/v1/chat/completions", hdr, body)
-end
-LUA
+words=$(printf 'lorem %.0s' $(seq 1 "$WORDS"))
+keyed_chat_lua "$OUT/req.lua" "$KEYS" "$words"
 
 declare -A REQS TICKS RPS
 for pol in $POLICIES; do

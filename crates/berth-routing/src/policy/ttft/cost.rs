@@ -7,7 +7,11 @@
 //! not a stream only shows its first byte when it is complete, so its tokens count only until
 //! its predicted time to first token has passed (twice that when the gateway did not read the
 //! body and cannot tell). The work left in the queue is the pending tokens' cost minus the time
-//! the worker has had since the oldest pending request was sent (prefill is served in order).
+//! the worker has already done on the oldest one: prefill is served in order, so the head of the
+//! queue started when it was sent or when the worker last produced a first byte, whichever is
+//! later, and at most its own cost is done. (Subtracting all the time since the oldest was sent
+//! would count work spent on requests that already left the queue: a saturated worker would look
+//! idle.)
 //!
 //! **Cost model.** Predicted TTFT =
 //! `speed x (base + per_token x (queued + own uncached tokens) + per_decode x decoding)`.
@@ -157,6 +161,8 @@ struct Inner {
     next_id: u64,
     /// This worker's first bytes.
     means: Means,
+    /// When this worker last produced a first byte (the head of its queue started then).
+    last_first_byte_ms: f64,
     /// Weighted mean of own uncached tokens of the requests placed with text, for requests
     /// routed without their body.
     mean_own_tokens: f64,
@@ -168,6 +174,7 @@ impl Default for Inner {
             pending: Vec::new(),
             next_id: 0,
             means: Means::default(),
+            last_first_byte_ms: f64::NEG_INFINITY,
             mean_own_tokens: 0.0,
         }
     }
@@ -262,20 +269,21 @@ impl TtftStats {
         let m = fleet.scaled(inner.speed(fleet));
         let mut queued = 0.0;
         let mut active = 0u32;
-        let mut oldest = f64::INFINITY;
+        let mut head: Option<&Pending> = None;
         for p in &inner.pending {
             if p.counts_until_ms.is_none_or(|t| now_ms < t) {
                 queued += p.own_tokens;
                 active += 1;
-                oldest = oldest.min(p.sent_ms);
+                if head.is_none_or(|h| p.sent_ms < h.sent_ms) {
+                    head = Some(p);
+                }
             }
         }
-        let elapsed = if active > 0 {
-            (now_ms - oldest).max(0.0)
-        } else {
-            0.0
-        };
-        let queue_ms = (m.per_token_ms * queued - elapsed).max(0.0);
+        let done_on_head = head.map_or(0.0, |h| {
+            let started = h.sent_ms.max(inner.last_first_byte_ms);
+            (now_ms - started).clamp(0.0, m.per_token_ms * h.own_tokens)
+        });
+        let queue_ms = (m.per_token_ms * queued - done_on_head).max(0.0);
         let ahead_tokens = queue_ms / m.per_token_ms;
         let decoding = f64::from(in_flight.saturating_sub(active));
         Prediction {
@@ -327,6 +335,7 @@ impl TtftStats {
             return;
         };
         let p = inner.pending.swap_remove(pos);
+        inner.last_first_byte_ms = inner.last_first_byte_ms.max(now_ms);
         if learn {
             let x = [1.0, (p.ahead_tokens + p.own_tokens) / 1000.0, p.decoding];
             let y = (now_ms - p.sent_ms).max(0.0);

@@ -29,13 +29,15 @@ fn streamed_requests_queue_until_their_first_byte() {
     // the worker has had 50 ms since the oldest was sent: 150 ms of prefill left
     let p = s.predict(50.0, 2, 0.0, PRIOR);
     assert!((p.ahead_tokens - 1500.0).abs() < 1e-9, "{p:?}");
-    // long past what the queue should take, it is empty (the model learns the rest)
-    assert_eq!(s.predict(10_000.0, 2, 0.0, PRIOR).ahead_tokens, 0.0);
-    // a first byte takes one out; it now decodes
+    // at most the head's own work is done until a first byte shows: a worker that answers
+    // nothing for 10 s still has the second request waiting
+    assert_eq!(s.predict(10_000.0, 2, 0.0, PRIOR).ahead_tokens, 1000.0);
+    // a first byte takes one out; it now decodes, and the next one starts then
     s.first_byte(a, 60.0, false, &FleetCost::new(PRIOR));
     let p = s.predict(60.0, 2, 0.0, PRIOR);
-    assert!((p.ahead_tokens - 1000.0 + 60.0 / 0.1 * 0.0).abs() <= 1000.0);
-    assert_eq!(p.decoding, 1.0);
+    assert_eq!((p.ahead_tokens, p.decoding), (1000.0, 1.0));
+    let p = s.predict(90.0, 2, 0.0, PRIOR);
+    assert!((p.ahead_tokens - 700.0).abs() < 1e-6, "{p:?}");
     assert_eq!(s.pending(), 1);
     // a request that ends without a first byte leaves too, and teaches nothing
     s.end(b);

@@ -16,6 +16,7 @@ use prometheus_client::registry::Registry;
 
 use crate::registry::View;
 use crate::routing::RouterStats;
+use crate::store::StoreMetrics;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct BranchLabels {
@@ -68,12 +69,15 @@ pub struct Metrics {
     worker_active: Family<WorkerLabels, Gauge>,
     worker_cb_state: Family<WorkerLabels, Gauge>,
     worker_healthy: Family<WorkerLabels, Gauge>,
+    /// `berth_sticky_store_*` (registered even without a store, so dashboards see zeros).
+    pub(crate) store: Arc<StoreMetrics>,
 }
 
 impl Metrics {
     /// Registers every metric.
     pub fn new() -> Self {
         let mut registry = Registry::default();
+        let store = Arc::new(StoreMetrics::register(&mut registry));
         let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
         let m = Self {
             branch: Family::default(),
@@ -91,6 +95,7 @@ impl Metrics {
             worker_active: Family::default(),
             worker_cb_state: Family::default(),
             worker_healthy: Family::default(),
+            store,
             registry: Registry::default(),
         };
         // The `_total` suffix of counters is added by the encoder.

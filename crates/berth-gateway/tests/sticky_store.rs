@@ -78,19 +78,27 @@ async fn first_turns_racing_on_both_replicas_agree() {
         let mut races = Vec::new();
         for i in 0..10 {
             let key = format!("race-{batch}-{i}");
-            let (ca, cb) = (a.client.clone(), b.client.clone());
-            races.push(tokio::spawn(async move {
-                let (ka, kb) = (key.clone(), key.clone());
-                let (x, y) = tokio::join!(
-                    tokio::spawn(async move { ca.keyed(&ka).await }),
-                    tokio::spawn(async move { cb.keyed(&kb).await })
-                );
-                (key, x.unwrap(), y.unwrap())
-            }));
+            // two first turns on each replica at once: across replicas the store decides,
+            // within one the second waits for the first's answer from the store
+            let sends: Vec<_> = [&a, &b, &a, &b]
+                .iter()
+                .map(|g| {
+                    let (c, k) = (g.client.clone(), key.clone());
+                    tokio::spawn(async move { c.keyed(&k).await })
+                })
+                .collect();
+            races.push((key, sends));
         }
-        for race in races {
-            let (key, x, y) = race.await.unwrap();
-            assert_eq!(x, y, "{key}: the replicas split its first turns");
+        for (key, sends) in races {
+            let mut got = Vec::new();
+            for s in sends {
+                got.push(s.await.unwrap());
+            }
+            let x = got[0].clone();
+            assert!(
+                got.iter().all(|w| *w == x),
+                "{key}: first turns split: {got:?}"
+            );
             let s = sticky(&a.client, &key).await;
             assert_eq!(first(&s["store"]), Some(x), "{key}: {s}");
         }
@@ -228,4 +236,108 @@ async fn sticky_admin_without_a_store_shows_and_drops_the_local_pin() {
     assert!(sticky(&g.client, "a%20b").await["local"].is_null());
     let m = metrics(&g.gw).await;
     assert_eq!(sample(&m, "smg_manual_policy_cache_entries"), Some(0.0));
+}
+
+fn from_argv(argv: &[&str]) -> Result<GatewayConfig, String> {
+    use clap::{Args as _, FromArgMatches as _};
+    let m = berth_gateway::cli::Args::augment_args(clap::Command::new("serve"))
+        .try_get_matches_from(
+            ["serve", "--worker-urls", "http://127.0.0.1:1"]
+                .iter()
+                .chain(argv),
+        )
+        .map_err(|e| e.to_string())?;
+    let args = berth_gateway::cli::Args::from_arg_matches(&m)
+        .map_err(|e| e.to_string())?
+        .resolve()
+        .map_err(|e| e.to_string())?;
+    GatewayConfig::from_args(&args).map_err(|e| e.to_string())
+}
+
+#[test]
+fn sticky_store_flags_parse_and_bad_ones_refuse_naming_the_flag() {
+    let c = from_argv(&[
+        "--policy",
+        "manual",
+        "--sticky-store",
+        "redis://127.0.0.1:6379/3",
+        "--sticky-store-timeout-ms",
+        "20",
+        "--sticky-store-sync-ms",
+        "250",
+        "--sticky-store-prefix",
+        "fleet-a",
+    ])
+    .unwrap();
+    let s = c.sticky_store.unwrap();
+    assert_eq!(s.url, "redis://127.0.0.1:6379/3");
+    assert_eq!(s.timeout, Duration::from_millis(20));
+    assert_eq!(s.sync_every, Duration::from_millis(250));
+    assert_eq!(s.prefix, "fleet-a");
+    let d = from_argv(&[
+        "--routing-key-override",
+        "--sticky-store",
+        "rediss://h:6380",
+    ])
+    .unwrap();
+    let d = d.sticky_store.unwrap();
+    assert_eq!(
+        (d.timeout, d.prefix.as_str()),
+        (Duration::from_millis(50), "berth")
+    );
+    assert!(from_argv(&[]).unwrap().sticky_store.is_none());
+    for (argv, flag) in [
+        (
+            &["--policy", "manual", "--sticky-store", "http://h:1"][..],
+            "--sticky-store:",
+        ),
+        (&["--sticky-store", "redis://h:1"][..], "--sticky-store:"), // cache_aware, no override: no pins
+        (
+            &[
+                "--policy",
+                "consistent_hashing",
+                "--routing-key-override",
+                "--sticky-store",
+                "redis://h:1",
+            ][..],
+            "--sticky-store:",
+        ),
+        (
+            &["--sticky-store-timeout-ms", "5"][..],
+            "--sticky-store-timeout-ms",
+        ),
+        (
+            &[
+                "--policy",
+                "manual",
+                "--sticky-store",
+                "redis://h:1",
+                "--sticky-store-sync-ms",
+                "0",
+            ][..],
+            "--sticky-store-sync-ms",
+        ),
+    ] {
+        let e = from_argv(argv).unwrap_err();
+        assert!(e.contains(flag), "{argv:?}: {e}");
+    }
+}
+
+#[test]
+fn sticky_store_is_a_config_file_key() {
+    let dir = std::env::temp_dir().join(format!("berth-store-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("gw.toml");
+    std::fs::write(
+        &file,
+        "policy = \"manual\"\nsticky-store = \"redis://127.0.0.1:7000\"\nsticky-store-timeout-ms = 30\n",
+    )
+    .unwrap();
+    let c = from_argv(&["--config", file.to_str().unwrap()]).unwrap();
+    let s = c.sticky_store.unwrap();
+    assert_eq!(
+        (s.url.as_str(), s.timeout),
+        ("redis://127.0.0.1:7000", Duration::from_millis(30))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

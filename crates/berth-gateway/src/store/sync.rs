@@ -12,9 +12,12 @@
 //! While the store is down every hook is local: new keys and moves are remembered as dirty
 //! and written back by the refresh once it answers again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::sync::watch;
 
 use super::link::Link;
 use super::metrics::{StoreMetrics, op};
@@ -43,6 +46,10 @@ pub(crate) struct Store {
     pub(crate) delete: redis::Script,
     /// Wakes the refresh at once (the store came back).
     pub(crate) resync: tokio::sync::Notify,
+    /// New keys whose place-or-get is in flight: a concurrent request for one of them waits
+    /// for the answer instead of following the provisional local placement.
+    pending: Mutex<HashMap<u128, watch::Receiver<bool>>>,
+    pending_n: AtomicUsize,
 }
 
 impl Store {
@@ -63,6 +70,8 @@ impl Store {
             moved: names::move_script(),
             delete: names::delete_script(),
             resync: tokio::sync::Notify::new(),
+            pending: Mutex::default(),
+            pending_n: AtomicUsize::new(0),
         })
     }
 
@@ -92,6 +101,29 @@ impl Store {
             && state
                 .router
                 .install_pin(hash, &ids, state.clock.now(), &view.snapshot)
+    }
+
+    /// Marks `hash` as being placed until the returned guard drops.
+    fn begin_placing(&self, hash: u128) -> Placing<'_> {
+        let (tx, rx) = watch::channel(false);
+        let mut p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if p.insert(hash, rx).is_none() {
+            self.pending_n.fetch_add(1, Ordering::Relaxed);
+        }
+        Placing {
+            store: self,
+            hash,
+            done: tx,
+        }
+    }
+
+    /// The placement in flight for `hash`, if any (one atomic load when there is none).
+    fn placing(&self, hash: u128) -> Option<watch::Receiver<bool>> {
+        if self.pending_n.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        p.get(&hash).cloned()
     }
 
     /// Publishes the local pin `hash` as moved (background; dirty while the store is down).
@@ -159,8 +191,32 @@ pub(crate) fn observe(state: &Arc<AppState>, d: &Decision, model: Option<&str>) 
     }
 }
 
+/// Ends a placement in flight: wakes the requests waiting for it.
+struct Placing<'a> {
+    store: &'a Store,
+    hash: u128,
+    done: watch::Sender<bool>,
+}
+
+impl Drop for Placing<'_> {
+    fn drop(&mut self) {
+        let mut p = self
+            .store
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if p.remove(&self.hash).is_some() {
+            self.store.pending_n.fetch_sub(1, Ordering::Relaxed);
+        }
+        drop(p);
+        let _ = self.done.send(true);
+    }
+}
+
 /// A new key's first decision consults the store: stores this placement, or adopts the one
-/// already there and routes again (`reroute`). Other decisions pass through untouched.
+/// already there and routes again (`reroute`). A sticky hit on a key whose placement is still
+/// in flight (a concurrent first request on this replica) waits for it, bounded by the
+/// timeout, and routes again. Other decisions pass through untouched.
 pub(crate) async fn settle(
     state: &Arc<AppState>,
     d: Decision,
@@ -168,6 +224,16 @@ pub(crate) async fn settle(
     reroute: impl FnOnce() -> Result<Decision, RouteError>,
 ) -> Decision {
     let Some(store) = &state.store else { return d };
+    if d.branch == Some(Branch::OccupiedHit) {
+        if store.pending_n.load(Ordering::Relaxed) == 0 {
+            return d;
+        }
+        let Some(mut placing) = hash_of(state, &d, model).and_then(|h| store.placing(h)) else {
+            return d;
+        };
+        let _ = tokio::time::timeout(store.link.timeout, placing.wait_for(|done| *done)).await;
+        return reroute().unwrap_or(d);
+    }
     if d.branch != Some(Branch::Vacant) {
         return d;
     }
@@ -178,6 +244,7 @@ pub(crate) async fn settle(
         store.dirty.insert(hash);
         return d;
     }
+    let _placing = store.begin_placing(hash);
     let view = state.registry.view();
     let Some(ours) = Store::local_value(state, &view, hash) else {
         return d;

@@ -1,12 +1,13 @@
 //! The batched refresh, every `--sticky-store-sync-ms` while the store answers.
 //!
-//! 1. Pins placed or moved while the store was down (dirty) are written back, overwriting, and
-//!    announced: this replica saw those workers fail, so its choice is the newer one.
+//! 1. Pins moved while the store was down (dirty) are written back, overwriting, and announced:
+//!    this replica saw those workers fail, so its choice is the newer one.
 //! 2. Pins used since the last refresh (touched) go through place-or-get in one pipeline: an
 //!    existing store pin has its TTL refreshed (the lazy TTL refresh: one command per used pin
-//!    per period, not per request), a missing one (expired, or lost when Redis restarted) is
-//!    written back, and one that differs from the local pin is adopted (an invalidation was
-//!    missed while the subscription was down): so replicas converge within one period.
+//!    per period, not per request), a missing one (placed while the store was down, expired, or
+//!    lost when Redis restarted) is written back, and one that differs from the local pin is
+//!    adopted (another replica stored it first, or an invalidation was missed while the
+//!    subscription was down): so replicas converge within one period.
 //!
 //! If the store fails mid-way, what was not written goes back into the sets for next time.
 
@@ -39,29 +40,25 @@ pub(crate) async fn flush(store: &Store, state: &AppState) -> bool {
         return false;
     }
     let dirty = store.dirty.drain();
-    for chunk in dirty.chunks(BATCH) {
+    for (i, chunk) in dirty.chunks(BATCH).enumerate() {
         if !write_back(store, state, chunk).await {
-            requeue(&store.dirty, &dirty, chunk);
+            // what was not written goes back for the next refresh
+            dirty[i * BATCH..]
+                .iter()
+                .for_each(|h| store.dirty.insert(*h));
             return false;
         }
     }
     let touched = store.touched.drain();
-    for chunk in touched.chunks(BATCH) {
+    for (i, chunk) in touched.chunks(BATCH).enumerate() {
         if !refresh(store, state, chunk).await {
-            requeue(&store.touched, &touched, chunk);
+            touched[i * BATCH..]
+                .iter()
+                .for_each(|h| store.touched.insert(*h));
             return false;
         }
     }
     true
-}
-
-/// Puts `all` from `failed` on back into `set`.
-fn requeue(set: &super::sync::KeySet, all: &[u128], failed: &[u128]) {
-    let start = failed.as_ptr() as usize - all.as_ptr() as usize;
-    let start = start / size_of::<u128>();
-    for h in &all[start..] {
-        set.insert(*h);
-    }
 }
 
 /// How long one batch may take: the request-path bound, plus a little per command.

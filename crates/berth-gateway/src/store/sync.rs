@@ -9,8 +9,9 @@
 //! - A pin that moved (`occupied_miss`, `cap_respill`) is published in the background: the
 //!   store is overwritten and, if it changed, the other replicas are told to drop their copy.
 //!
-//! While the store is down every hook is local: new keys and moves are remembered as dirty
-//! and written back by the refresh once it answers again.
+//! While the store is down every hook is local: moves are remembered as dirty (written back
+//! overwriting once the store answers again: this replica saw the old workers fail), new keys
+//! as touched (written back with place-or-get: a pin another replica stored first wins).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,7 +40,7 @@ pub(crate) struct Store {
     pub(crate) sync_every: Duration,
     /// Pins used since the last refresh.
     pub(crate) touched: KeySet,
-    /// Pins placed or moved while the store was down, to write back (overwriting).
+    /// Pins moved while the store was down, to write back (overwriting).
     pub(crate) dirty: KeySet,
     pub(crate) place: redis::Script,
     pub(crate) moved: redis::Script,
@@ -241,7 +242,8 @@ pub(crate) async fn settle(
         return d;
     };
     if !store.link.is_up() {
-        store.dirty.insert(hash);
+        // written back by the refresh with place-or-get: a pin already stored wins
+        store.touched.insert(hash);
         return d;
     }
     let _placing = store.begin_placing(hash);
@@ -267,7 +269,7 @@ pub(crate) async fn settle(
         .await;
     match stored {
         None => {
-            store.dirty.insert(hash);
+            store.touched.insert(hash);
             d
         }
         Some(None) => d,

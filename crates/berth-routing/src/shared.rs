@@ -23,7 +23,8 @@ impl Router {
         match self.cfg.stickiness {
             Stickiness::None => None,
             Stickiness::Manual => Some(scoped_key(key, None, leg)),
-            Stickiness::Override => Some(scoped_key(key, model, leg)),
+            // every other pin-keeping mode scopes by model (as `route_pinned` does)
+            _ => Some(scoped_key(key, model, leg)),
         }
     }
 

@@ -184,7 +184,9 @@ pub(crate) fn observe(state: &Arc<AppState>, d: &Decision, model: Option<&str>) 
                 store.touched.insert(h);
             }
         }
-        Branch::OccupiedMiss | Branch::CapRespill => {
+        // `occupied_miss` (failover), `cap_respill`, and any branch a policy adds that moves
+        // pins: the move script publishes only when the pin really changed
+        _ => {
             if let Some(h) = hash_of(state, d, model) {
                 store.publish_move(state, h);
             }

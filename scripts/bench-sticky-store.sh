@@ -16,7 +16,7 @@ set -euo pipefail
 
 DURATION=${1:-10}
 CONNS=${2:-16}
-BASE=${BASE_PORT:-19000}
+BASE=${BASE_PORT:-23700}
 OUT=${OUT:-/tmp/berth-store-bench}
 KEYS=${KEYS:-1000}
 PINS=${PINS:-1000000}
@@ -48,6 +48,12 @@ RP=$((BASE + 1)); W1=$((BASE + 2)); W2=$((BASE + 3))
 OFF1=$((BASE + 10)); OFF2=$((BASE + 12)); ON1=$((BASE + 20)); ON2=$((BASE + 22))
 NP_OFF=$((BASE + 30)); NP_ON=$((BASE + 31))
 STORE=redis://127.0.0.1:$RP
+for p in $RP $W1 $W2 $OFF1 $((OFF1 + 1)) $OFF2 $((OFF2 + 1)) $ON1 $((ON1 + 1)) $ON2 $((ON2 + 1)) $NP_OFF $NP_ON; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+        echo "port $p is in use: pick another BASE_PORT" >&2
+        exit 1
+    fi
+done
 
 redis-server --bind 127.0.0.1 --port "$RP" --save '' --appendonly no --dir "$OUT/redis" \
     >"$OUT/redis.log" 2>&1 &

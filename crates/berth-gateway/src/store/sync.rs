@@ -177,9 +177,10 @@ pub(crate) fn observe(state: &Arc<AppState>, d: &Decision, model: Option<&str>) 
     let Some(store) = &state.store else { return };
     let Some(branch) = d.branch else { return };
     match branch {
-        Branch::NoRoutingId | Branch::NoHealthyWorkers => {}
-        // settled by `settle` on the first attempt; a retry's new pin is written by the refresh
-        Branch::OccupiedHit | Branch::Vacant => {
+        // a new key is written by `settle` (or marked touched there when the store is down); a
+        // retry's new pin (its key was evicted meanwhile) is written when its key is next hit
+        Branch::NoRoutingId | Branch::NoHealthyWorkers | Branch::Vacant => {}
+        Branch::OccupiedHit => {
             if let Some(h) = hash_of(state, d, model) {
                 store.touched.insert(h);
             }

@@ -100,7 +100,7 @@ pub(crate) fn remove(state: &AppState, raw: &str) -> Result<Response<ResBody>, G
     Ok(json(StatusCode::OK, &describe(state, &worker)))
 }
 
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use crate::config::{GatewayConfig, Secret, defaults};
 use crate::error::GatewayError;
 use crate::routing::{AssignmentMode, PolicyKind};
+use crate::store::StoreSettings;
 
 /// Flags of `berth serve`. Names follow the SGLang Model Gateway (`smg launch`).
 #[derive(clap::Args, Debug, Default, Clone, Deserialize)]
@@ -158,6 +159,21 @@ pub struct Args {
     /// berth: IO threads serving connections, each with its own runtime [default: one per CPU].
     #[arg(long)]
     pub io_threads: Option<usize>,
+    /// berth: share pins with every gateway replica through this Redis, kept across restarts
+    /// (redis://HOST:PORT[/DB] or rediss://) [default: none, pins stay in this process].
+    #[arg(long)]
+    pub sticky_store: Option<String>,
+    /// berth: longest a request waits for the sticky store, in ms; then it is served from
+    /// local pins [default: 50].
+    #[arg(long)]
+    pub sticky_store_timeout_ms: Option<u64>,
+    /// berth: ms between batched TTL refreshes and write-backs to the sticky store
+    /// [default: 5000].
+    #[arg(long)]
+    pub sticky_store_sync_ms: Option<u64>,
+    /// berth: prefix of the sticky store's keys and channel [default: berth].
+    #[arg(long)]
+    pub sticky_store_prefix: Option<String>,
     /// berth: read flags from this TOML file (same keys as the flags); the command line wins.
     #[arg(long)]
     #[serde(skip)]
@@ -237,6 +253,12 @@ impl Args {
             header_read_timeout_secs: self
                 .header_read_timeout_secs
                 .or(file.header_read_timeout_secs),
+            sticky_store: self.sticky_store.or(file.sticky_store),
+            sticky_store_timeout_ms: self
+                .sticky_store_timeout_ms
+                .or(file.sticky_store_timeout_ms),
+            sticky_store_sync_ms: self.sticky_store_sync_ms.or(file.sticky_store_sync_ms),
+            sticky_store_prefix: self.sticky_store_prefix.or(file.sticky_store_prefix),
             config: self.config,
         }
     }
@@ -371,6 +393,7 @@ impl GatewayConfig {
         if let Some(secs) = args.header_read_timeout_secs {
             c.header_read_timeout = (secs > 0).then(|| Duration::from_secs(secs));
         }
+        c.sticky_store = store_settings(args)?;
         c.api_key = args.api_key.clone().map(Secret);
         c.admin_api_key = args.admin_api_key.clone().map(Secret);
         let ipv6 = args.host.as_deref().is_some_and(|h| h.contains(':'));
@@ -387,6 +410,41 @@ impl GatewayConfig {
         c.validate()?;
         Ok(c)
     }
+}
+
+/// `--sticky-store*`; the tuning flags without `--sticky-store` are refused (they would do
+/// nothing).
+fn store_settings(args: &Args) -> Result<Option<StoreSettings>, GatewayError> {
+    let Some(url) = &args.sticky_store else {
+        let stray = [
+            (
+                "--sticky-store-timeout-ms",
+                args.sticky_store_timeout_ms.is_some(),
+            ),
+            (
+                "--sticky-store-sync-ms",
+                args.sticky_store_sync_ms.is_some(),
+            ),
+            ("--sticky-store-prefix", args.sticky_store_prefix.is_some()),
+        ];
+        return match stray.iter().find(|(_, given)| *given) {
+            Some((flag, _)) => Err(GatewayError::Config(format!(
+                "{flag}: needs --sticky-store"
+            ))),
+            None => Ok(None),
+        };
+    };
+    let mut s = StoreSettings::new(url.clone());
+    set(
+        &mut s.timeout,
+        args.sticky_store_timeout_ms.map(Duration::from_millis),
+    );
+    set(
+        &mut s.sync_every,
+        args.sticky_store_sync_ms.map(Duration::from_millis),
+    );
+    set(&mut s.prefix, args.sticky_store_prefix.clone());
+    Ok(Some(s))
 }
 
 fn set<T>(slot: &mut T, value: Option<T>) {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::error::GatewayError;
 use crate::routing::{Router, RouterOptions};
+use crate::store::StoreSettings;
 
 /// Defaults shared by the CLI help, the docs and [`GatewayConfig::new`].
 pub mod defaults {
@@ -46,6 +47,12 @@ pub mod defaults {
     pub const PROMETHEUS_PORT: u16 = 29000;
     /// `--header-read-timeout-secs`.
     pub const HEADER_READ_TIMEOUT_SECS: u64 = 30;
+    /// `--sticky-store-timeout-ms`.
+    pub const STICKY_STORE_TIMEOUT_MS: u64 = 50;
+    /// `--sticky-store-sync-ms`.
+    pub const STICKY_STORE_SYNC_MS: u64 = 5000;
+    /// `--sticky-store-prefix`.
+    pub const STICKY_STORE_PREFIX: &str = "berth";
     /// `--shutdown-grace-period-secs`.
     pub const SHUTDOWN_GRACE_PERIOD_SECS: u64 = 180;
 }
@@ -116,6 +123,8 @@ pub struct GatewayConfig {
     /// Close a client connection whose request head (or, when idle, whose next request) does
     /// not arrive within this time; `None` never closes it.
     pub header_read_timeout: Option<Duration>,
+    /// The shared pin store (`--sticky-store`); `None` keeps pins in this replica only.
+    pub sticky_store: Option<StoreSettings>,
 }
 
 impl GatewayConfig {
@@ -146,6 +155,7 @@ impl GatewayConfig {
             shutdown_grace: Duration::from_secs(SHUTDOWN_GRACE_PERIOD_SECS),
             io_threads: 0,
             header_read_timeout: Some(Duration::from_secs(HEADER_READ_TIMEOUT_SECS)),
+            sticky_store: None,
         }
     }
 
@@ -160,7 +170,17 @@ impl GatewayConfig {
                 .map_err(|e| GatewayError::Config(format!("--worker-urls: {e}")))?;
         }
         // The routing core validates its own options and names the flag.
-        Router::new(&self.router).map_err(|e| GatewayError::Config(e.to_string()))?;
+        let router = Router::new(&self.router).map_err(|e| GatewayError::Config(e.to_string()))?;
+        if let Some(store) = &self.sticky_store {
+            store.validate().map_err(GatewayError::Config)?;
+            if !router.keeps_pins() {
+                return bad(
+                    "--sticky-store",
+                    "this policy keeps no pins to share (use --policy manual, or \
+                     --routing-key-override with a policy other than consistent_hashing)",
+                );
+            }
+        }
         if self.max_payload_size == 0 {
             return bad("--max-payload-size", "must be at least 1 byte");
         }

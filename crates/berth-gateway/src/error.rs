@@ -68,6 +68,9 @@ pub enum GatewayError {
     /// The client's request stream broke while the gateway was reading it.
     #[error("error reading the request body: {0}")]
     ClientBody(String),
+    /// `DELETE /sticky/{key}` could not reach the shared pin store (the local pin was dropped).
+    #[error("the sticky store is unavailable: the local pin was dropped, the shared one was not")]
+    StoreUnavailable,
     /// Invalid configuration; the message starts with the offending flag.
     #[error("invalid configuration: {0}")]
     Config(String),
@@ -104,6 +107,8 @@ pub enum ErrorCode {
     NoAvailableWorkers,
     /// 504: worker too slow.
     UpstreamTimeout,
+    /// 503: `DELETE /sticky/{key}` could not reach the shared pin store.
+    StickyStoreUnavailable,
     /// 500: a start-up or IO failure (never expected on the request path).
     Internal,
 }
@@ -123,6 +128,7 @@ impl ErrorCode {
             Self::UpstreamConnectionFailed => "upstream_connection_failed",
             Self::NoAvailableWorkers => "no_available_workers",
             Self::UpstreamTimeout => "upstream_timeout",
+            Self::StickyStoreUnavailable => "sticky_store_unavailable",
             Self::Internal => "internal_error",
         }
     }
@@ -138,7 +144,9 @@ impl ErrorCode {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UpstreamConnectionFailed => StatusCode::BAD_GATEWAY,
-            Self::NoAvailableWorkers => StatusCode::SERVICE_UNAVAILABLE,
+            Self::NoAvailableWorkers | Self::StickyStoreUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -171,6 +179,7 @@ impl GatewayError {
             Self::UpstreamConnection { .. } => ErrorCode::UpstreamConnectionFailed,
             Self::UpstreamTimeout(_) => ErrorCode::UpstreamTimeout,
             Self::NoAvailableWorkers => ErrorCode::NoAvailableWorkers,
+            Self::StoreUnavailable => ErrorCode::StickyStoreUnavailable,
             Self::Config(_) | Self::Startup(_) | Self::Io(_) => ErrorCode::Internal,
         }
     }

@@ -14,6 +14,7 @@
 //! - `body.rs`, `upstream.rs`, `pool.rs`: response and request bodies, the worker connections
 //!   of each IO loop, the client for probes.
 //! - `eviction.rs`: the periodic pin sweep; [`clock`]: monotonic time for the routing core.
+//! - `store/`: the shared pin store (`--sticky-store redis://...`) and `/sticky/{key}`.
 //!
 //! Routing itself (keys, pins, policies, breaker and health state machines) is the routing
 //! core's; this crate does IO around it and never decides placement itself.
@@ -33,6 +34,7 @@ mod proxy;
 mod registry;
 mod service;
 mod state;
+mod store;
 mod upstream;
 
 /// The routing core, re-exported: [`GatewayConfig::router`] is its `RouterOptions`.
@@ -42,3 +44,4 @@ pub use config::GatewayConfig;
 pub use error::GatewayError;
 pub use registry::WorkerAddr;
 pub use server::{Gateway, GatewayBuilder, GatewayHandle, serve};
+pub use store::StoreSettings;

@@ -17,6 +17,7 @@ use prometheus_client::registry::Registry;
 
 use crate::registry::View;
 use crate::routing::RouterStats;
+use crate::store::StoreMetrics;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct BranchLabels {
@@ -76,12 +77,15 @@ pub struct Metrics {
     worker_healthy: Family<WorkerLabels, Gauge>,
     ttft_model: Family<TermLabels, Gauge<f64, AtomicU64>>,
     ttft_queued: Family<WorkerLabels, Gauge<f64, AtomicU64>>,
+    /// `berth_sticky_store_*` (registered even without a store, so dashboards see zeros).
+    pub(crate) store: Arc<StoreMetrics>,
 }
 
 impl Metrics {
     /// Registers every metric.
     pub fn new() -> Self {
         let mut registry = Registry::default();
+        let store = Arc::new(StoreMetrics::register(&mut registry));
         let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
         let m = Self {
             branch: Family::default(),
@@ -101,6 +105,7 @@ impl Metrics {
             worker_healthy: Family::default(),
             ttft_model: Family::default(),
             ttft_queued: Family::default(),
+            store,
             registry: Registry::default(),
         };
         // The `_total` suffix of counters is added by the encoder.

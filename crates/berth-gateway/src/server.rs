@@ -98,11 +98,20 @@ impl GatewayBuilder {
             config.health.timeout,
         )
         .await?;
+        let metrics = Arc::new(Metrics::new());
+        let store = match &config.sticky_store {
+            Some(s) => Some(Arc::new(
+                crate::store::Store::new(s, config.router.max_idle_secs, metrics.store.clone())
+                    .map_err(GatewayError::Config)?,
+            )),
+            None => None,
+        };
         let state = Arc::new(AppState {
+            store,
             router,
             registry: registry.clone(),
             client: client.clone(),
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             clock: clock.clone(),
             config,
         });
@@ -115,6 +124,7 @@ impl GatewayBuilder {
         let mut background = JoinSet::new();
         let health = registry::spawn_health_checks(registry, client, state.config.health.clone());
         let evict = eviction::spawn(state.clone());
+        crate::store::start(&state, &mut background).await;
         if let Some(l) = metrics_listener {
             background.spawn(serve_metrics(l, state.clone(), stop_rx.clone()));
         }

@@ -1,7 +1,7 @@
 //! Request dispatch: which handler serves a method and path, and who may call it.
 //!
-//! Generation routes need `--api-key` when set; `/workers` needs `--admin-api-key` (or, without
-//! it, `--api-key`) when set; `/v1/models` and the health routes stay open.
+//! Generation routes need `--api-key` when set; `/workers` and `/sticky/{key}` need
+//! `--admin-api-key` (or, without it, `--api-key`) when set; `/v1/models` and the health routes stay open.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use crate::config::Secret;
 use crate::error::GatewayError;
 use crate::proxy::{Endpoint, proxy};
 use crate::state::{AppState, IoCtx};
+use crate::store;
 
 /// Serves one request. Never fails: every error is a response.
 pub(crate) async fn handle(
@@ -78,6 +79,17 @@ async fn other(
                 return Err(wrong_method());
             }
             admin::remove(state, &p["/workers/".len()..])
+        }
+        p if p.starts_with("/sticky/") => {
+            if !authorized(req.headers(), admin_key(state)) {
+                return Err(GatewayError::Unauthorized);
+            }
+            let (key, query) = (&p["/sticky/".len()..], req.uri().query());
+            match method {
+                Method::GET => store::show(state, key, query).await,
+                Method::DELETE => store::delete(state, key, query).await,
+                _ => Err(wrong_method()),
+            }
         }
         _ => Err(GatewayError::NotFound(path.to_owned())),
     }

@@ -10,6 +10,7 @@ use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::registry::Registry;
 use crate::routing::{Rng, Router};
+use crate::store::Store;
 use crate::upstream::HttpClient;
 
 /// The gateway's shared state: configuration, routing, workers, client, metrics.
@@ -20,6 +21,8 @@ pub(crate) struct AppState {
     pub(crate) client: HttpClient,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) clock: Arc<Clock>,
+    /// The shared pin store (`--sticky-store`), if configured.
+    pub(crate) store: Option<Arc<Store>>,
 }
 
 /// What one IO thread's connections share: the state and that thread's worker connections (so

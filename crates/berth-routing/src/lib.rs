@@ -9,6 +9,7 @@
 //! - `assign.rs`: assignment modes for new and failed-over keys.
 //! - `pin/`: the sharded, bounded pin table with its incremental idle sweep.
 //! - `sticky.rs`: the pinned decision (reuse, failover, in-flight threshold, new keys).
+//! - `shared.rs`: hooks for a shared pin store (name, read, install and drop a pin).
 //! - `router.rs`: the [`Router`], its request and decision types; `options.rs`: its settings.
 //! - `breaker.rs`, `health.rs`, `retry.rs`: per-worker state machines and retry rules.
 //! - `rng.rs`: the seeded generator every random choice draws from.
@@ -30,6 +31,7 @@ pub mod policy;
 mod retry;
 mod rng;
 mod router;
+mod shared;
 mod sticky;
 mod tokens;
 mod worker;

@@ -204,7 +204,12 @@ fn bump(e: &mut Entry, w: WorkerId) {
 /// Replaces the remembered workers, keeping the per-worker pinned-key counts right. Each
 /// worker's in-flight count follows it: a dropped worker's goes to `orphans`, a worker
 /// remembered again takes its count back from there.
-fn set_workers(e: &mut Entry, workers: [u32; 2], orphans: &mut Orphans, snap: &WorkerSnapshot) {
+pub(crate) fn set_workers(
+    e: &mut Entry,
+    workers: [u32; 2],
+    orphans: &mut Orphans,
+    snap: &WorkerSnapshot,
+) {
     let mut in_flight = [0; 2];
     for j in 0..2 {
         in_flight[j] = match e.slot_of(workers[j]) {

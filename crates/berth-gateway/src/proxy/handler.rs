@@ -35,6 +35,7 @@ use crate::routing::{
     WorkerId, is_retryable_status, parse_routing_tokens,
 };
 use crate::state::{AppState, with_rng};
+use crate::store;
 use crate::upstream::UpBody;
 
 /// Proxies one generation request; every failure becomes its gateway error response.
@@ -209,9 +210,12 @@ async fn forward(
         };
         let now = state.clock.now();
         with_rng(|rng| state.router.route(&req, &view.snapshot, now, rng))
+            .inspect(|d| store::observe(state, d, model))
     };
     let mut current = Arc::clone(&view);
     let mut decision = route(&current, &tried).map_err(|e| route_error(state, e))?;
+    // a new key consults the shared pin store (no-op without one, and on a sticky hit)
+    decision = store::settle(state, decision, model, || route(&current, &tried)).await;
     loop {
         let Some(worker) = current.worker(decision.worker).cloned() else {
             return Err(GatewayError::NoAvailableWorkers);

@@ -263,7 +263,7 @@ impl Slots {
         self.slots.iter().filter(|e| e.key != 0)
     }
 
-    #[cfg(test)]
+    /// Removes the entry of `key`, if any, and returns it.
     pub(crate) fn remove(&mut self, key: u128) -> Option<Entry> {
         self.find(key).map(|i| self.remove_at(i))
     }

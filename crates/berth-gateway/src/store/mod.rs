@@ -1,0 +1,33 @@
+//! The shared pin store (`--sticky-store redis://...`): pins shared by every gateway replica
+//! and kept across restarts. See docs/scale-out.md for the design and its consistency.
+//!
+//! - `settings.rs`: the validated `--sticky-store*` settings.
+//! - `names.rs`: key and channel names, the value format, and the Lua scripts.
+//! - `link.rs`: the connection: timeouts, up/down state, reconnection with backoff, metrics.
+//! - `sync.rs`: the request-path hooks around the core's `route` (a new key consults the
+//!   store; a moved pin is published; a sticky hit only marks its key for the next refresh).
+//! - `flush.rs`: the batched refresh: TTLs, lazy write-back after an outage, convergence.
+//! - `watch.rs`: the pub/sub subscriber that drops local pins other replicas moved.
+//! - `start.rs`: connecting at start-up and spawning the background tasks.
+//! - `admin.rs`: `GET /sticky/{key}` and `DELETE /sticky/{key}`.
+//! - `metrics.rs`: `berth_sticky_store_*`.
+//!
+//! The local pin table stays the fast path: a sticky hit never waits on Redis. Redis being
+//! down, slow or restarted costs at most one bounded timeout (then the store is skipped until
+//! a background probe reaches it again), never a client error.
+
+mod admin;
+mod flush;
+mod link;
+mod metrics;
+mod names;
+mod settings;
+mod start;
+mod sync;
+mod watch;
+
+pub(crate) use admin::{delete, show};
+pub(crate) use metrics::StoreMetrics;
+pub use settings::StoreSettings;
+pub(crate) use start::start;
+pub(crate) use sync::{Store, observe, settle};

@@ -1,0 +1,326 @@
+//! The request-path hooks around the core's `route`.
+//!
+//! - A sticky hit (`occupied_hit`) only marks its pin as touched: a set insert, no IO. The
+//!   batched refresh (`flush.rs`) later refreshes its TTL in the store.
+//! - A new key (`vacant`) was placed locally by the core; before the request is sent, the
+//!   place-or-get script stores that placement unless the key is already in the store (placed
+//!   by another replica, or before a restart), in which case the stored workers are adopted
+//!   and the request is routed again. One round trip, bounded by the timeout.
+//! - A pin that moved (`occupied_miss`, `cap_respill`) is published in the background: the
+//!   store is overwritten and, if it changed, the other replicas are told to drop their copy.
+//!
+//! While the store is down every hook is local: moves are remembered as dirty (written back
+//! overwriting once the store answers again: this replica saw the old workers fail), new keys
+//! as touched (written back with place-or-get: a pin another replica stored first wins).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::link::Link;
+use super::metrics::{StoreMetrics, op};
+use super::names::{self, Names};
+use super::settings::StoreSettings;
+use crate::registry::View;
+use crate::routing::{Branch, Decision, Error as RouteError, Leg, WorkerId};
+use crate::state::AppState;
+
+/// The shared pin store of one gateway replica.
+#[derive(Debug)]
+pub(crate) struct Store {
+    pub(crate) link: Arc<Link>,
+    pub(crate) names: Names,
+    /// This replica's id in invalidation messages (its own are ignored).
+    pub(crate) replica: String,
+    /// Pin TTL in ms (the idle-eviction period); 0: pins do not expire.
+    pub(crate) ttl_ms: u64,
+    pub(crate) sync_every: Duration,
+    /// Pins used since the last refresh.
+    pub(crate) touched: KeySet,
+    /// Pins moved while the store was down, to write back (overwriting).
+    pub(crate) dirty: KeySet,
+    pub(crate) place: redis::Script,
+    pub(crate) moved: redis::Script,
+    pub(crate) delete: redis::Script,
+    /// Wakes the refresh at once (the store came back).
+    pub(crate) resync: tokio::sync::Notify,
+    /// New keys whose place-or-get is in flight: a concurrent request for one of them waits
+    /// for the answer instead of following the provisional local placement.
+    pending: Mutex<HashMap<u128, watch::Receiver<bool>>>,
+    pending_n: AtomicUsize,
+}
+
+impl Store {
+    pub(crate) fn new(
+        settings: &StoreSettings,
+        max_idle_secs: u64,
+        metrics: Arc<StoreMetrics>,
+    ) -> Result<Self, String> {
+        Ok(Self {
+            link: Arc::new(Link::new(settings, metrics)?),
+            names: Names::new(&settings.prefix),
+            replica: format!("{:016x}", crate::state::fresh_seed()),
+            ttl_ms: max_idle_secs.saturating_mul(1000),
+            sync_every: settings.sync_every,
+            touched: KeySet::default(),
+            dirty: KeySet::default(),
+            place: names::place_script(),
+            moved: names::move_script(),
+            delete: names::delete_script(),
+            resync: tokio::sync::Notify::new(),
+            pending: Mutex::default(),
+            pending_n: AtomicUsize::new(0),
+        })
+    }
+
+    pub(crate) fn metrics(&self) -> &StoreMetrics {
+        &self.link.metrics
+    }
+
+    /// The store value of the local pin `hash` (`None`: not pinned here).
+    pub(crate) fn local_value(state: &AppState, view: &View, hash: u128) -> Option<String> {
+        let workers = state.router.pinned(hash)?;
+        let urls: Vec<&str> = workers
+            .iter()
+            .filter_map(|w| view.worker(*w))
+            .map(|w| &*w.url)
+            .collect();
+        (!urls.is_empty()).then(|| names::encode(urls))
+    }
+
+    /// Makes the local pin `hash` what the store says (workers this replica does not know
+    /// are skipped); returns whether it changed anything.
+    pub(crate) fn adopt(state: &AppState, view: &View, hash: u128, value: &str) -> bool {
+        let ids: Vec<WorkerId> = names::decode(value)
+            .into_iter()
+            .filter_map(|url| view.workers.iter().find(|w| &*w.url == url).map(|w| w.id))
+            .collect();
+        !ids.is_empty()
+            && state
+                .router
+                .install_pin(hash, &ids, state.clock.now(), &view.snapshot)
+    }
+
+    /// Marks `hash` as being placed until the returned guard drops.
+    fn begin_placing(&self, hash: u128) -> Placing<'_> {
+        let (tx, rx) = watch::channel(false);
+        let mut p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if p.insert(hash, rx).is_none() {
+            self.pending_n.fetch_add(1, Ordering::Relaxed);
+        }
+        Placing {
+            store: self,
+            hash,
+            done: tx,
+        }
+    }
+
+    /// The placement in flight for `hash`, if any (one atomic load when there is none).
+    fn placing(&self, hash: u128) -> Option<watch::Receiver<bool>> {
+        if self.pending_n.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        p.get(&hash).cloned()
+    }
+
+    /// Publishes the local pin `hash` as moved (background; dirty while the store is down).
+    fn publish_move(self: &Arc<Self>, state: &Arc<AppState>, hash: u128) {
+        if !self.link.is_up() {
+            self.dirty.insert(hash);
+            return;
+        }
+        let (store, state) = (self.clone(), state.clone());
+        tokio::spawn(async move {
+            let view = state.registry.view();
+            let Some(value) = Store::local_value(&state, &view, hash) else {
+                return;
+            };
+            let s = &*store;
+            let key = s.names.key(hash);
+            let msg = names::message(&s.replica, hash);
+            let changed = s
+                .link
+                .call(op::MOVE, |mut c| async move {
+                    s.moved
+                        .key(key)
+                        .arg(value)
+                        .arg(s.ttl_ms)
+                        .arg(&s.names.channel)
+                        .arg(msg)
+                        .invoke_async::<i64>(&mut c)
+                        .await
+                })
+                .await;
+            match changed {
+                Some(1) => {
+                    store.metrics().moves.inc();
+                }
+                Some(_) => {}
+                None => store.dirty.insert(hash),
+            }
+        });
+    }
+}
+
+/// The pin hash of a keyed decision.
+fn hash_of(state: &AppState, d: &Decision, model: Option<&str>) -> Option<u128> {
+    let key = d.key.as_ref()?;
+    state.router.pin_hash(&key.key, model, Leg::Regular)
+}
+
+/// After every routing decision (no IO): a hit marks its pin touched, a move is published.
+pub(crate) fn observe(state: &Arc<AppState>, d: &Decision, model: Option<&str>) {
+    let Some(store) = &state.store else { return };
+    let Some(branch) = d.branch else { return };
+    match branch {
+        // a new key is written by `settle` (or marked touched there when the store is down); a
+        // retry's new pin (its key was evicted meanwhile) is written when its key is next hit
+        Branch::NoRoutingId | Branch::NoHealthyWorkers | Branch::Vacant => {}
+        Branch::OccupiedHit => {
+            if let Some(h) = hash_of(state, d, model) {
+                store.touched.insert(h);
+            }
+        }
+        // `occupied_miss` (failover), `cap_respill`, and any branch a policy adds that moves
+        // pins: the move script publishes only when the pin really changed
+        _ => {
+            if let Some(h) = hash_of(state, d, model) {
+                store.publish_move(state, h);
+            }
+        }
+    }
+}
+
+/// Ends a placement in flight: wakes the requests waiting for it.
+struct Placing<'a> {
+    store: &'a Store,
+    hash: u128,
+    done: watch::Sender<bool>,
+}
+
+impl Drop for Placing<'_> {
+    fn drop(&mut self) {
+        let mut p = self
+            .store
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if p.remove(&self.hash).is_some() {
+            self.store.pending_n.fetch_sub(1, Ordering::Relaxed);
+        }
+        drop(p);
+        let _ = self.done.send(true);
+    }
+}
+
+/// A new key's first decision consults the store: stores this placement, or adopts the one
+/// already there and routes again (`reroute`). A sticky hit on a key whose placement is still
+/// in flight (a concurrent first request on this replica) waits for it, bounded by the
+/// timeout, and routes again. Other decisions pass through untouched.
+pub(crate) async fn settle(
+    state: &Arc<AppState>,
+    d: Decision,
+    model: Option<&str>,
+    reroute: impl FnOnce() -> Result<Decision, RouteError>,
+) -> Decision {
+    let Some(store) = &state.store else { return d };
+    if d.branch == Some(Branch::OccupiedHit) {
+        if store.pending_n.load(Ordering::Relaxed) == 0 {
+            return d;
+        }
+        let Some(mut placing) = hash_of(state, &d, model).and_then(|h| store.placing(h)) else {
+            return d;
+        };
+        let _ = tokio::time::timeout(store.link.timeout, placing.wait_for(|done| *done)).await;
+        return reroute().unwrap_or(d);
+    }
+    if d.branch != Some(Branch::Vacant) {
+        return d;
+    }
+    let Some(hash) = hash_of(state, &d, model) else {
+        return d;
+    };
+    if !store.link.is_up() {
+        // written back by the refresh with place-or-get: a pin already stored wins
+        store.touched.insert(hash);
+        return d;
+    }
+    let _placing = store.begin_placing(hash);
+    let view = state.registry.view();
+    let Some(ours) = Store::local_value(state, &view, hash) else {
+        return d;
+    };
+    let key = store.names.key(hash);
+    let stored = store
+        .link
+        .call(op::PLACE, |mut c| {
+            let ours = ours.clone();
+            async move {
+                store
+                    .place
+                    .key(key)
+                    .arg(ours)
+                    .arg(store.ttl_ms)
+                    .invoke_async::<Option<String>>(&mut c)
+                    .await
+            }
+        })
+        .await;
+    match stored {
+        None => {
+            store.touched.insert(hash);
+            d
+        }
+        Some(None) => d,
+        Some(Some(theirs)) if theirs == ours => d,
+        Some(Some(theirs)) => {
+            if !Store::adopt(state, &view, hash, &theirs) {
+                return d;
+            }
+            store.metrics().adopted.inc();
+            match reroute() {
+                Ok(next) => next,
+                Err(_) => d,
+            }
+        }
+    }
+}
+
+/// A set of pin hashes, sharded so request threads rarely contend.
+#[derive(Debug)]
+pub(crate) struct KeySet {
+    shards: Box<[Mutex<HashSet<u128>>]>,
+}
+
+const KEYSET_SHARDS: usize = 16;
+
+impl Default for KeySet {
+    fn default() -> Self {
+        Self {
+            shards: (0..KEYSET_SHARDS).map(|_| Mutex::default()).collect(),
+        }
+    }
+}
+
+impl KeySet {
+    pub(crate) fn insert(&self, hash: u128) {
+        self.shards[(hash >> 64) as usize % KEYSET_SHARDS]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(hash);
+    }
+
+    /// Takes every hash out.
+    pub(crate) fn drain(&self) -> Vec<u128> {
+        let mut out = Vec::new();
+        for s in self.shards.iter() {
+            let taken = std::mem::take(&mut *s.lock().unwrap_or_else(PoisonError::into_inner));
+            out.extend(taken);
+        }
+        out
+    }
+}

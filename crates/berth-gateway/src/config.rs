@@ -48,6 +48,10 @@ pub mod defaults {
     pub const HEADER_READ_TIMEOUT_SECS: u64 = 30;
     /// `--shutdown-grace-period-secs`.
     pub const SHUTDOWN_GRACE_PERIOD_SECS: u64 = 180;
+    /// `--request-body-timeout-secs`.
+    pub const REQUEST_BODY_TIMEOUT_SECS: u64 = 300;
+    /// `--request-body-idle-timeout-secs`.
+    pub const REQUEST_BODY_IDLE_TIMEOUT_SECS: u64 = 30;
 }
 
 /// A string that never shows up in `Debug` output or logs (API keys).
@@ -116,6 +120,20 @@ pub struct GatewayConfig {
     /// Close a client connection whose request head (or, when idle, whose next request) does
     /// not arrive within this time; `None` never closes it.
     pub header_read_timeout: Option<Duration>,
+    /// Limits on how long the gateway waits for a client's request body.
+    pub body_timeouts: BodyTimeouts,
+}
+
+/// How long the gateway waits for a client's request body. Time spent here is the client's:
+/// it never counts against a worker (no breaker failure, no retry, no `upstream_timeout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyTimeouts {
+    /// The whole body must have arrived this long after the request head
+    /// (`--request-body-timeout-secs`); `None`: no bound.
+    pub total: Option<Duration>,
+    /// No body byte for this long ends the request (`--request-body-idle-timeout-secs`);
+    /// `None`: no bound.
+    pub idle: Option<Duration>,
 }
 
 impl GatewayConfig {
@@ -146,6 +164,10 @@ impl GatewayConfig {
             shutdown_grace: Duration::from_secs(SHUTDOWN_GRACE_PERIOD_SECS),
             io_threads: 0,
             header_read_timeout: Some(Duration::from_secs(HEADER_READ_TIMEOUT_SECS)),
+            body_timeouts: BodyTimeouts {
+                total: Some(Duration::from_secs(REQUEST_BODY_TIMEOUT_SECS)),
+                idle: Some(Duration::from_secs(REQUEST_BODY_IDLE_TIMEOUT_SECS)),
+            },
         }
     }
 

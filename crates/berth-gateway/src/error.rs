@@ -65,6 +65,9 @@ pub enum GatewayError {
     /// No worker is available for this request (all unhealthy, open, or none serve the model).
     #[error("no available workers")]
     NoAvailableWorkers,
+    /// The client did not send its request body in time (it stalled, or took too long in all).
+    #[error("the request body did not arrive in time: {0}")]
+    RequestBodyTimeout(String),
     /// The client's request stream broke while the gateway was reading it.
     #[error("error reading the request body: {0}")]
     ClientBody(String),
@@ -96,6 +99,8 @@ pub enum ErrorCode {
     NotFound,
     /// 405: known path, wrong method.
     MethodNotAllowed,
+    /// 408: the client's body stalled or took too long.
+    RequestBodyTimeout,
     /// 413: body over `--max-payload-size`.
     PayloadTooLarge,
     /// 502: connect or transport failure to the worker.
@@ -119,6 +124,7 @@ impl ErrorCode {
             Self::ModelNotFound => "model_not_found",
             Self::NotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
+            Self::RequestBodyTimeout => "request_body_timeout",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UpstreamConnectionFailed => "upstream_connection_failed",
             Self::NoAvailableWorkers => "no_available_workers",
@@ -136,6 +142,7 @@ impl ErrorCode {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::ModelNotFound | Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::RequestBodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UpstreamConnectionFailed => StatusCode::BAD_GATEWAY,
             Self::NoAvailableWorkers => StatusCode::SERVICE_UNAVAILABLE,
@@ -166,6 +173,7 @@ impl GatewayError {
             Self::ModelNotFound(_) => ErrorCode::ModelNotFound,
             Self::NotFound(_) | Self::WorkerNotFound(_) => ErrorCode::NotFound,
             Self::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed,
+            Self::RequestBodyTimeout(_) => ErrorCode::RequestBodyTimeout,
             Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
             Self::BadRequest(_) | Self::ClientBody(_) => ErrorCode::BadRequest,
             Self::UpstreamConnection { .. } => ErrorCode::UpstreamConnectionFailed,
@@ -225,6 +233,7 @@ mod tests {
             GatewayError::Unauthorized,
             GatewayError::ModelNotFound("m".into()),
             GatewayError::PayloadTooLarge(1),
+            GatewayError::RequestBodyTimeout("stalled".into()),
             GatewayError::UpstreamConnection {
                 worker: "w".into(),
                 reason: "r".into(),
@@ -232,7 +241,7 @@ mod tests {
             GatewayError::NoAvailableWorkers,
             GatewayError::UpstreamTimeout("w".into()),
         ];
-        let expected = [400, 400, 401, 404, 413, 502, 503, 504];
+        let expected = [400, 400, 401, 404, 413, 408, 502, 503, 504];
         for (e, status) in errs.iter().zip(expected) {
             let r = e.to_response();
             assert_eq!(r.status().as_u16(), status);

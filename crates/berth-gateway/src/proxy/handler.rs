@@ -16,14 +16,15 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, header};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::Endpoint;
+use super::deadline::{BodyDeadline, read_body};
 use super::headers::{self, HeaderMapSource, ROUTED_WORKER, ROUTING_TOKENS};
 use super::inspect::{Inspected, inspect};
 use super::rank::with_rank;
 use super::replay::{CAPTURE_LIMIT, Replayable};
+use super::wait::response_within;
 use crate::body::{ProxiedBody, RequestGuard, ResBody};
 use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, BranchLabels, RequestLabels, SourceLabels, StatusLabels};
@@ -76,16 +77,20 @@ impl Held {
         }
     }
 
-    /// The streamed body went over `--max-payload-size` (the client's fault, not the worker's).
-    fn too_large(&self) -> bool {
-        matches!(self, Self::Stream(r) if r.too_large())
-    }
-
-    /// The client's streamed body broke (also the client's fault).
-    fn client_error(&self) -> Option<String> {
+    /// The client's streamed body failed (too large, too slow, broken): the client's fault,
+    /// not the worker's.
+    fn client_failure(&self) -> Option<GatewayError> {
         match self {
             Self::Buffered(_) => None,
-            Self::Stream(r) => r.client_error(),
+            Self::Stream(r) => r.client_failure(),
+        }
+    }
+
+    /// The upload still to wait for before the worker's timeout starts (streamed bodies).
+    fn upload(&self) -> Option<&Replayable> {
+        match self {
+            Self::Buffered(_) => None,
+            Self::Stream(r) => Some(r),
         }
     }
 
@@ -105,6 +110,7 @@ async fn forward(
     start: Instant,
 ) -> Result<Response<ResBody>, GatewayError> {
     let (parts, body) = req.into_parts();
+    let deadline = BodyDeadline::new(state.config.body_timeouts, tokio::time::Instant::now());
     let view = state.registry.view();
     let tokens = parts
         .headers
@@ -132,7 +138,7 @@ async fn forward(
     }
     // `stream` for the requests metric: `None` when the body was not read as a JSON object.
     let (mut held, inspected, stream) = if inspect_body {
-        let bytes = read_limited(body, max).await?;
+        let bytes = read_body(body, max, deadline).await?;
         let want_text = state.config.router.policy == PolicyKind::CacheAware && tokens.is_none();
         let inspected = inspect(&bytes, want_text)?;
         let stream = Some(inspected.stream);
@@ -140,7 +146,7 @@ async fn forward(
     } else if buffered {
         // Held only for the rank: routing sees what a streamed body gives it (nothing), and a
         // body that is not JSON is no error here.
-        let bytes = read_limited(body, max).await?;
+        let bytes = read_body(body, max, deadline).await?;
         let stream = inspect(&bytes, false).ok().map(|i| i.stream);
         (Held::Buffered(bytes), Inspected::default(), stream)
     } else {
@@ -150,7 +156,7 @@ async fn forward(
             0
         };
         (
-            Held::Stream(Replayable::new(body, capture, max)),
+            Held::Stream(Replayable::new(body, capture, max, deadline)),
             Inspected::default(),
             None,
         )
@@ -226,16 +232,20 @@ async fn forward(
             headers.insert(header::CONTENT_LENGTH, http::HeaderValue::from(len));
         }
         *up.headers_mut() = headers;
-        let sent = tokio::time::timeout(state.config.request_timeout, pool.send(worker, up)).await;
-        if held.too_large() {
-            return Err(GatewayError::PayloadTooLarge(max));
-        }
-        if let Some(e) = held.client_error() {
-            return Err(GatewayError::ClientBody(e));
+        let sent = response_within(
+            pool.send(worker, up),
+            state.config.request_timeout,
+            held.upload(),
+        )
+        .await;
+        // A client that was too slow, sent too much or went away failed the attempt itself: no
+        // breaker failure, no retry, no upstream error.
+        if let Some(e) = held.client_failure() {
+            return Err(e);
         }
         let retry_left = (tried.len() as u32) < state.config.retry_max_retries && held.replayable();
         let failure = match sent {
-            Ok(Ok((resp, conn))) => {
+            Some(Ok((resp, conn))) => {
                 let status = resp.status().as_u16();
                 state
                     .metrics
@@ -267,11 +277,11 @@ async fn forward(
                 }
                 return Ok(respond(state, resp, conn, worker, decision, start));
             }
-            Ok(Err(e)) => GatewayError::UpstreamConnection {
+            Some(Err(e)) => GatewayError::UpstreamConnection {
                 worker: worker.url.to_string(),
                 reason: e,
             },
-            Err(_) => GatewayError::UpstreamTimeout(worker.url.to_string()),
+            None => GatewayError::UpstreamTimeout(worker.url.to_string()),
         };
         state.registry.report(worker, Outcome::Failure);
         tracing::warn!(worker = %worker.url, error = %failure, "worker request failed");
@@ -385,14 +395,4 @@ fn content_length(headers: &HeaderMap) -> Option<u64> {
         .ok()?
         .parse()
         .ok()
-}
-
-async fn read_limited(body: Incoming, max: usize) -> Result<Bytes, GatewayError> {
-    match http_body_util::Limited::new(body, max).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(GatewayError::PayloadTooLarge(max))
-        }
-        Err(e) => Err(GatewayError::ClientBody(e.to_string())),
-    }
 }

@@ -6,14 +6,19 @@
 //! - `rank.rs`: writing `data_parallel_rank` into bodies sent to `<url>@<rank>` workers.
 //! - `replay.rs`: a streamed body, counted against the payload limit and kept (up to a limit)
 //!   so a retry can re-send it.
+//! - `deadline.rs`: how long a client's body may take (stalled or in all), and reading a
+//!   buffered body within it.
+//! - `wait.rs`: the worker's `--request-timeout-secs`, counted from the end of the upload.
 //! - `handler.rs`: one request: body path, routing decision, forwarding, retries, response.
 
+mod deadline;
 mod endpoint;
 mod handler;
 mod headers;
 mod inspect;
 mod rank;
 mod replay;
+mod wait;
 
 pub(crate) use endpoint::Endpoint;
 pub(crate) use handler::proxy;

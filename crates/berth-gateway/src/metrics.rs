@@ -65,6 +65,7 @@ pub struct Metrics {
     pub(crate) ttft: Histogram,
     pub(crate) upstream_status: Family<StatusLabels, Counter>,
     pub(crate) retries: Counter,
+    pub(crate) stale_resends: Counter,
     worker_active: Family<WorkerLabels, Gauge>,
     worker_cb_state: Family<WorkerLabels, Gauge>,
     worker_healthy: Family<WorkerLabels, Gauge>,
@@ -88,6 +89,7 @@ impl Metrics {
             ttft: hist(),
             upstream_status: Family::default(),
             retries: Counter::default(),
+            stale_resends: Counter::default(),
             worker_active: Family::default(),
             worker_cb_state: Family::default(),
             worker_healthy: Family::default(),
@@ -148,6 +150,11 @@ impl Metrics {
             "smg_router_retries",
             "Requests re-sent to another worker",
             m.retries.clone(),
+        );
+        registry.register(
+            "smg_router_stale_connection_resends",
+            "Requests re-sent on a fresh connection to the same worker after a reused connection closed before answering",
+            m.stale_resends.clone(),
         );
         registry.register(
             "smg_worker_requests_active",

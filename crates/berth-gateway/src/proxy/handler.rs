@@ -9,34 +9,34 @@
 //!    client*, route again (on the view as it is then) excluding every worker tried and re-send
 //!    (a streamed body is replayed from what was kept, see `replay.rs`), up to
 //!    `--retry-max-retries`.
+//!    A send that fails on a *reused* pooled connection before any response byte is first
+//!    re-sent once on a fresh connection to the same worker (the worker closed it after its
+//!    previous reply): neither a retry nor a worker failure.
 //! 4. Stream the response back with `x-smg-routed-worker-id` and the lease attached.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
 use http::{HeaderMap, Request, Response, header};
 use hyper::body::Incoming;
 
 use super::Endpoint;
 use super::deadline::{BodyDeadline, read_body};
 use super::headers::{self, HeaderMapSource, ROUTED_WORKER, ROUTING_TOKENS};
+use super::held::Held;
 use super::inspect::{Inspected, inspect};
-use super::rank::with_rank;
 use super::replay::{CAPTURE_LIMIT, Replayable};
 use super::wait::response_within;
 use crate::body::{ProxiedBody, RequestGuard, ResBody};
 use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, BranchLabels, RequestLabels, SourceLabels, StatusLabels};
-use crate::pool::Conn;
-use crate::pool::Pool;
+use crate::pool::{Conn, Fresh, Pool, Reuse};
 use crate::registry::{View, Worker};
 use crate::routing::{
     BodyPath, Branch, Decision, Error as RouteError, Leg, Outcome, PolicyKind, RouteRequest,
     WorkerId, is_retryable_status, parse_routing_tokens,
 };
 use crate::state::{AppState, with_rng};
-use crate::upstream::UpBody;
 
 /// Proxies one generation request; every failure becomes its gateway error response.
 pub(crate) async fn proxy(
@@ -51,53 +51,6 @@ pub(crate) async fn proxy(
         Err(err) => {
             tracing::debug!(code = err.code().as_str(), error = %err, "request refused");
             err.to_response()
-        }
-    }
-}
-
-/// The request body as the gateway holds it.
-enum Held {
-    /// Read whole before routing: re-sendable.
-    Buffered(Bytes),
-    /// Streamed (kept for retries up to a limit when retries are on).
-    Stream(Replayable),
-}
-
-impl Held {
-    /// The body of the next attempt (`None`: it cannot be re-sent), and its new length when it
-    /// was rewritten for a data-parallel `rank`.
-    fn next(&mut self, rank: Option<u32>) -> Option<(UpBody, Option<usize>)> {
-        match self {
-            Self::Buffered(b) => {
-                let ranked = rank.and_then(|r| with_rank(b, r));
-                let len = ranked.as_ref().map(Bytes::len);
-                Some((UpBody::Full(Some(ranked.unwrap_or_else(|| b.clone()))), len))
-            }
-            Self::Stream(r) => r.attempt().map(|r| (UpBody::Stream(r), None)),
-        }
-    }
-
-    /// The client's streamed body failed (too large, too slow, broken): the client's fault,
-    /// not the worker's.
-    fn client_failure(&self) -> Option<GatewayError> {
-        match self {
-            Self::Buffered(_) => None,
-            Self::Stream(r) => r.client_failure(),
-        }
-    }
-
-    /// The upload still to wait for before the worker's timeout starts (streamed bodies).
-    fn upload(&self) -> Option<&Replayable> {
-        match self {
-            Self::Buffered(_) => None,
-            Self::Stream(r) => Some(r),
-        }
-    }
-
-    fn replayable(&self) -> bool {
-        match self {
-            Self::Buffered(_) => true,
-            Self::Stream(r) => r.replayable(),
         }
     }
 }
@@ -214,30 +167,26 @@ async fn forward(
         };
         let worker = &*worker;
         record_decision(state, &decision, worker, model);
-        let Some((body, ranked_len)) = held.next(worker.addr.rank()) else {
+        let Some(up) = held.request(&parts, worker)? else {
             return Err(GatewayError::UpstreamConnection {
                 worker: worker.url.to_string(),
                 reason: "the request body could not be re-sent for a retry".to_owned(),
             });
         };
-        let mut up = Request::new(body);
-        *up.method_mut() = parts.method.clone();
-        *up.uri_mut() = worker
-            .addr
-            .origin_uri(parts.uri.path_and_query().map_or("/", |pq| pq.as_str()))
-            .map_err(|e| GatewayError::BadRequest(e.to_string()))?;
-        let mut headers = headers::forward_request_headers(&parts.headers);
-        headers.insert(http::header::HOST, worker.host_header.clone());
-        if let Some(len) = ranked_len {
-            headers.insert(header::CONTENT_LENGTH, http::HeaderValue::from(len));
+        let timeout = state.config.request_timeout;
+        let mut sent =
+            response_within(pool.send(worker, up, Reuse::Pooled), timeout, held.upload()).await;
+        // A reused connection that failed before any response byte was most likely closed by
+        // the worker after its previous reply (llama-server does so after every stream): re-send
+        // once on a fresh connection to the same worker, not a failure of the worker.
+        if matches!(&sent, Some(Err(e)) if e.reused)
+            && held.client_failure().is_none()
+            && let Some(up) = held.request(&parts, worker)?
+        {
+            state.metrics.stale_resends.inc();
+            tracing::debug!(worker = %worker.url, "reused connection closed before answering; re-sending on a fresh one");
+            sent = response_within(pool.send(worker, up, Fresh), timeout, held.upload()).await;
         }
-        *up.headers_mut() = headers;
-        let sent = response_within(
-            pool.send(worker, up),
-            state.config.request_timeout,
-            held.upload(),
-        )
-        .await;
         // A client that was too slow, sent too much or went away failed the attempt itself: no
         // breaker failure, no retry, no upstream error.
         if let Some(e) = held.client_failure() {
@@ -279,7 +228,7 @@ async fn forward(
             }
             Some(Err(e)) => GatewayError::UpstreamConnection {
                 worker: worker.url.to_string(),
-                reason: e,
+                reason: e.reason,
             },
             None => GatewayError::UpstreamTimeout(worker.url.to_string()),
         };

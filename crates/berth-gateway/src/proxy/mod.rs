@@ -2,6 +2,7 @@
 //!
 //! - `endpoint.rs`: the closed set of proxied routes.
 //! - `inspect.rs`: reading `rid`, `model`, `stream` and the prompt text out of a buffered body.
+//! - `held.rs`: the body as held (buffered or streamed) and each attempt's request.
 //! - `headers.rs`: what is forwarded (end-to-end headers) and what is not (hop-by-hop, hints).
 //! - `rank.rs`: writing `data_parallel_rank` into bodies sent to `<url>@<rank>` workers.
 //! - `replay.rs`: a streamed body, counted against the payload limit and kept (up to a limit)
@@ -15,6 +16,7 @@ mod deadline;
 mod endpoint;
 mod handler;
 mod headers;
+mod held;
 mod inspect;
 mod rank;
 mod replay;

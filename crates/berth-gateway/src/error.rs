@@ -59,6 +59,15 @@ pub enum GatewayError {
         /// What failed (connect, reset, ...).
         reason: String,
     },
+    /// The worker's streamed response broke after it had started (the worker died or cut the
+    /// connection mid-stream). Sent as a final SSE event, not as a status.
+    #[error("worker {worker} broke off the stream: {reason}")]
+    UpstreamStream {
+        /// The worker's URL as registered.
+        worker: String,
+        /// What failed.
+        reason: String,
+    },
     /// The worker did not answer within `--request-timeout-secs`.
     #[error("worker {0} did not answer within --request-timeout-secs")]
     UpstreamTimeout(String),
@@ -105,6 +114,8 @@ pub enum ErrorCode {
     PayloadTooLarge,
     /// 502: connect or transport failure to the worker.
     UpstreamConnectionFailed,
+    /// 502 (in an SSE error event): the worker's stream broke mid-way.
+    UpstreamStreamError,
     /// 503: nothing to route to.
     NoAvailableWorkers,
     /// 504: worker too slow.
@@ -127,6 +138,7 @@ impl ErrorCode {
             Self::RequestBodyTimeout => "request_body_timeout",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UpstreamConnectionFailed => "upstream_connection_failed",
+            Self::UpstreamStreamError => "upstream_stream_error",
             Self::NoAvailableWorkers => "no_available_workers",
             Self::UpstreamTimeout => "upstream_timeout",
             Self::Internal => "internal_error",
@@ -144,7 +156,7 @@ impl ErrorCode {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::RequestBodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::UpstreamConnectionFailed => StatusCode::BAD_GATEWAY,
+            Self::UpstreamConnectionFailed | Self::UpstreamStreamError => StatusCode::BAD_GATEWAY,
             Self::NoAvailableWorkers => StatusCode::SERVICE_UNAVAILABLE,
             Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -178,6 +190,7 @@ impl GatewayError {
             Self::BadRequest(_) | Self::ClientBody(_) => ErrorCode::BadRequest,
             Self::UpstreamConnection { .. } => ErrorCode::UpstreamConnectionFailed,
             Self::UpstreamTimeout(_) => ErrorCode::UpstreamTimeout,
+            Self::UpstreamStream { .. } => ErrorCode::UpstreamStreamError,
             Self::NoAvailableWorkers => ErrorCode::NoAvailableWorkers,
             Self::Config(_) | Self::Startup(_) | Self::Io(_) => ErrorCode::Internal,
         }
@@ -192,17 +205,31 @@ impl GatewayError {
         }
     }
 
-    /// The HTTP response for this error: the only place a gateway error becomes HTTP.
-    pub fn to_response(&self) -> Response<ResBody> {
+    /// The one JSON shape of every gateway error.
+    fn body(&self) -> serde_json::Value {
         let code = self.code();
-        let body = serde_json::json!({
+        serde_json::json!({
             "error": {
                 "message": self.to_string(),
                 "type": code.kind(),
                 "code": code.as_str(),
                 "param": self.param(),
             }
-        });
+        })
+    }
+
+    /// The error as one server-sent event, `data: {"error": {...}}`, for a stream whose status
+    /// and first events have already gone out: SDKs raise it as an API error. With
+    /// `mid_event`, blank lines first end the worker's half-sent event.
+    pub fn to_sse_event(&self, mid_event: bool) -> Bytes {
+        let prefix = if mid_event { "\n\n" } else { "" };
+        Bytes::from(format!("{prefix}data: {}\n\n", self.body()))
+    }
+
+    /// The HTTP response for this error: the only place a gateway error becomes HTTP.
+    pub fn to_response(&self) -> Response<ResBody> {
+        let code = self.code();
+        let body = self.body();
         let mut resp = Response::new(ResBody::full(Bytes::from(body.to_string())));
         *resp.status_mut() = code.status();
         let headers = resp.headers_mut();
@@ -253,6 +280,24 @@ mod tests {
                 .unwrap();
             assert_eq!(code, e.code().as_str());
         }
+    }
+
+    #[test]
+    fn a_stream_error_is_one_event_in_the_same_shape() {
+        let e = GatewayError::UpstreamStream {
+            worker: "http://w".into(),
+            reason: "connection closed".into(),
+        };
+        let ev = e.to_sse_event(false);
+        let text = std::str::from_utf8(&ev).unwrap();
+        let json = text
+            .strip_prefix("data: ")
+            .and_then(|t| t.strip_suffix("\n\n"))
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(v["error"]["code"], "upstream_stream_error");
+        assert_eq!(v["error"]["type"], "server_error");
+        assert!(e.to_sse_event(true).starts_with(b"\n\ndata: "));
     }
 
     #[test]

@@ -66,6 +66,7 @@ pub struct Metrics {
     pub(crate) upstream_status: Family<StatusLabels, Counter>,
     pub(crate) retries: Counter,
     pub(crate) stale_resends: Counter,
+    pub(crate) stream_errors: Counter,
     worker_active: Family<WorkerLabels, Gauge>,
     worker_cb_state: Family<WorkerLabels, Gauge>,
     worker_healthy: Family<WorkerLabels, Gauge>,
@@ -90,6 +91,7 @@ impl Metrics {
             upstream_status: Family::default(),
             retries: Counter::default(),
             stale_resends: Counter::default(),
+            stream_errors: Counter::default(),
             worker_active: Family::default(),
             worker_cb_state: Family::default(),
             worker_healthy: Family::default(),
@@ -155,6 +157,11 @@ impl Metrics {
             "smg_router_stale_connection_resends",
             "Requests re-sent on a fresh connection to the same worker after a reused connection closed before answering",
             m.stale_resends.clone(),
+        );
+        registry.register(
+            "smg_router_upstream_stream_errors",
+            "Worker responses broken off after their headers were sent",
+            m.stream_errors.clone(),
         );
         registry.register(
             "smg_worker_requests_active",

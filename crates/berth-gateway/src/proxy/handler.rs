@@ -27,7 +27,7 @@ use super::held::Held;
 use super::inspect::{Inspected, inspect};
 use super::replay::{CAPTURE_LIMIT, Replayable};
 use super::wait::response_within;
-use crate::body::{ProxiedBody, RequestGuard, ResBody};
+use crate::body::{ProxiedBody, RequestGuard, ResBody, SseEnd};
 use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, BranchLabels, RequestLabels, SourceLabels, StatusLabels};
 use crate::pool::{Conn, Fresh, Pool, Reuse};
@@ -165,7 +165,8 @@ async fn forward(
         let Some(worker) = current.worker(decision.worker).cloned() else {
             return Err(GatewayError::NoAvailableWorkers);
         };
-        let worker = &*worker;
+        let worker_arc = worker;
+        let worker = &*worker_arc;
         record_decision(state, &decision, worker, model);
         let Some(up) = held.request(&parts, worker)? else {
             return Err(GatewayError::UpstreamConnection {
@@ -210,7 +211,7 @@ async fn forward(
                         Outcome::Success
                     };
                     state.registry.report(worker, outcome);
-                    return Ok(respond(state, resp, conn, worker, decision, start));
+                    return Ok(respond(state, resp, conn, &worker_arc, decision, start));
                 }
                 state.registry.report(worker, Outcome::Failure);
                 // A retryable status: re-send elsewhere if we can, else pass it through untouched.
@@ -224,7 +225,7 @@ async fn forward(
                         continue;
                     }
                 }
-                return Ok(respond(state, resp, conn, worker, decision, start));
+                return Ok(respond(state, resp, conn, &worker_arc, decision, start));
             }
             Some(Err(e)) => GatewayError::UpstreamConnection {
                 worker: worker.url.to_string(),
@@ -303,7 +304,7 @@ fn respond(
     state: &Arc<AppState>,
     resp: Response<Incoming>,
     conn: Conn,
-    worker: &Worker,
+    worker: &Arc<Worker>,
     decision: Decision,
     start: Instant,
 ) -> Response<ResBody> {
@@ -312,18 +313,26 @@ fn respond(
     parts
         .headers
         .insert(ROUTED_WORKER, worker.url_header.clone());
+    let sse = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+        .then(|| SseEnd::new(worker.url.clone()));
     let guard = RequestGuard {
         lease: Some(decision.lease),
         conn: Some(conn),
         start,
         metrics: state.metrics.clone(),
         first_byte_seen: false,
+        registry: state.registry.clone(),
+        worker: worker.clone(),
     };
     Response::from_parts(
         parts,
         ResBody::Proxied(Box::new(ProxiedBody {
             inner: incoming,
             guard: Some(guard),
+            sse,
         })),
     )
 }

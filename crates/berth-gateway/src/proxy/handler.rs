@@ -25,6 +25,7 @@ use super::deadline::{BodyDeadline, read_body};
 use super::headers::{self, HeaderMapSource, ROUTED_WORKER, ROUTING_TOKENS};
 use super::held::Held;
 use super::inspect::{Inspected, inspect};
+use super::lookahead::{LateCheck, Lookahead, read_ahead};
 use super::replay::{CAPTURE_LIMIT, Replayable};
 use super::wait::response_within;
 use crate::body::{ProxiedBody, RequestGuard, ResBody, SseEnd};
@@ -100,27 +101,46 @@ async fn forward(
         // Held only for the rank: routing sees what a streamed body gives it (nothing), and a
         // body that is not JSON is no error here.
         let bytes = read_body(body, max, deadline).await?;
-        let stream = inspect(&bytes, false).ok().map(|i| i.stream);
-        (Held::Buffered(bytes), Inspected::default(), stream)
+        let read = inspect(&bytes, false).ok();
+        let stream = read.as_ref().map(|i| i.stream);
+        // Routing sees nothing of the body, but its model is still checked.
+        let inspected = Inspected {
+            model: read.and_then(|i| i.model),
+            ..Inspected::default()
+        };
+        (Held::Buffered(bytes), inspected, stream)
     } else {
         let capture = if state.config.retry_max_retries > 0 {
             CAPTURE_LIMIT
         } else {
             0
         };
+        let mut body = body;
+        // Workers that list models: learn the body's `model` from its first frames (a model no
+        // worker serves is refused before any byte goes out), and keep checking past them.
+        let (ahead, late) = if view.models.is_empty() {
+            (Lookahead::default(), None)
+        } else {
+            let mut ahead = read_ahead(&mut body, max, deadline).await?;
+            let late = ahead.scan.found().is_none().then(|| LateCheck {
+                scan: std::mem::take(&mut ahead.scan),
+                known: view.models.clone(),
+            });
+            (ahead, late)
+        };
+        let inspected = Inspected {
+            model: ahead.model().map(str::to_owned),
+            ..Inspected::default()
+        };
         (
-            Held::Stream(Replayable::new(body, capture, max, deadline)),
-            Inspected::default(),
+            Held::Stream(Replayable::new(body, ahead, late, capture, max, deadline)),
+            inspected,
             None,
         )
     };
-    // Reading the body can take a while: route on the workers as they are now, not as they were
-    // when the head arrived (a worker removed or opened meanwhile must not be chosen).
-    let view = if buffered {
-        state.registry.view()
-    } else {
-        view
-    };
+    // Reading the body (or its first frames) can take a while: route on the workers as they are
+    // now, not as they were when the head arrived (a worker removed or opened meanwhile must not be chosen).
+    let view = state.registry.view();
     let body_model = inspected.model.as_deref();
     if let Some(m) =
         body_model.filter(|m| !view.models.is_empty() && !view.snapshot.serves_model(m))

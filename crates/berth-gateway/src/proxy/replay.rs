@@ -29,6 +29,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 
 use super::deadline::BodyDeadline;
+use super::lookahead::{LateCheck, Lookahead};
 use crate::error::GatewayError;
 
 /// Largest streamed body kept for replay.
@@ -51,6 +52,10 @@ struct State {
     client_error: Option<String>,
     /// The body's deadline passed while waiting on the client (the 408's message).
     timed_out: Option<String>,
+    /// The model check still running on the streamed bytes (the lookahead had no answer).
+    late_check: Option<LateCheck>,
+    /// The late check found a model no worker serves.
+    refused_model: Option<String>,
     generation: u32,
     deadline: BodyDeadline,
     /// When the last body byte came from the client.
@@ -92,10 +97,13 @@ impl State {
 pub(crate) struct Replayable(Arc<Mutex<State>>);
 
 impl Replayable {
-    /// Streams `source`, keeping up to `capture_limit` bytes for retries (0: no retries),
-    /// cutting it off past `max_len` bytes or when `deadline` passes waiting on the client.
+    /// Streams `ahead`'s frames then the rest of `source`, keeping up to `capture_limit` bytes
+    /// for retries (0: no retries), cutting it off past `max_len` bytes, when `deadline` passes
+    /// waiting on the client, or when `late_check` finds a model no worker serves.
     pub(crate) fn new(
         source: Incoming,
+        ahead: Lookahead,
+        late_check: Option<LateCheck>,
         capture_limit: usize,
         max_len: usize,
         deadline: BodyDeadline,
@@ -103,15 +111,17 @@ impl Replayable {
         let now = Instant::now();
         Self(Arc::new(Mutex::new(State {
             source: Some(source),
-            kept: Vec::new(),
-            kept_len: 0,
+            kept: ahead.prefix,
+            kept_len: ahead.len,
             capture_limit,
-            overflow: capture_limit == 0,
-            pulled: 0,
+            overflow: capture_limit == 0 || ahead.len > capture_limit,
+            pulled: ahead.len as u64,
             max_len: max_len as u64,
             too_large: false,
             client_error: None,
             timed_out: None,
+            late_check,
+            refused_model: None,
             generation: 0,
             deadline,
             last_byte: now,
@@ -140,6 +150,9 @@ impl Replayable {
         }
         if let Some(why) = &s.timed_out {
             return Some(GatewayError::RequestBodyTimeout(why.clone()));
+        }
+        if let Some(model) = &s.refused_model {
+            return Some(GatewayError::ModelNotFound(model.clone()));
         }
         s.client_error.clone().map(GatewayError::ClientBody)
     }
@@ -248,6 +261,17 @@ impl Body for ReplayBody {
                 s.too_large = true;
                 s.fail();
                 return Poll::Ready(Some(Err("request body exceeds --max-payload-size".into())));
+            }
+            if let Some(check) = s.late_check.as_mut() {
+                match check.feed(data) {
+                    Ok(false) => {}
+                    Ok(true) => s.late_check = None,
+                    Err(model) => {
+                        s.refused_model = Some(model);
+                        s.fail();
+                        return Poll::Ready(Some(Err("model not served by any worker".into())));
+                    }
+                }
             }
             if !s.overflow && s.kept_len + data.len() <= s.capture_limit {
                 s.kept_len += data.len();

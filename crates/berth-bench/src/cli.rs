@@ -120,6 +120,10 @@ pub struct Args {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
+    /// Exit 0 even when some requests failed (by default any failed measured request makes
+    /// the run exit non-zero, after the report).
+    #[arg(long)]
+    pub allow_failed_requests: bool,
 }
 
 #[derive(Parser, Debug)]
@@ -160,20 +164,32 @@ pub async fn run(args: Args) -> Result<(), BenchError> {
         crate::report::files::write_all(dir, &output)?;
         println!("artifacts written to {}", dir.display());
     }
+    let first_failure = || {
+        output
+            .records
+            .iter()
+            .find(|r| !r.ok && !r.warmup)
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r.status
+                        .map_or_else(|| "transport".to_owned(), |s| s.to_string()),
+                    r.error_message.as_deref().unwrap_or("")
+                )
+            })
+            .unwrap_or_default()
+    };
     if output.summary.ok == 0 && output.summary.requests > 0 {
-        let first = output.records.iter().find(|r| !r.ok && !r.warmup);
         return Err(BenchError::NothingSucceeded {
             failed: output.summary.failed as usize,
-            first: first
-                .map(|r| {
-                    format!(
-                        "{} {}",
-                        r.status
-                            .map_or_else(|| "transport".to_owned(), |s| s.to_string()),
-                        r.error_message.as_deref().unwrap_or("")
-                    )
-                })
-                .unwrap_or_default(),
+            first: first_failure(),
+        });
+    }
+    if output.summary.failed > 0 && !args.allow_failed_requests {
+        return Err(BenchError::RequestsFailed {
+            failed: output.summary.failed,
+            requests: output.summary.requests,
+            first: first_failure(),
         });
     }
     Ok(())

@@ -40,6 +40,18 @@ pub enum BenchError {
         /// The first failure, as recorded.
         first: String,
     },
+    /// Some measured requests failed (and `--allow-failed-requests` was not given).
+    #[error(
+        "{failed} of {requests} requests failed (pass --allow-failed-requests to exit 0 anyway); first error: {first}"
+    )]
+    RequestsFailed {
+        /// How many measured requests failed.
+        failed: u64,
+        /// How many measured requests were sent.
+        requests: u64,
+        /// The first failure, as recorded.
+        first: String,
+    },
 }
 
 impl BenchError {

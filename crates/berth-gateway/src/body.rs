@@ -4,6 +4,12 @@
 //! it ends or is dropped, so a client that disconnects mid-stream releases its in-flight counts
 //! (per worker and per key) and drops the upstream connection, which cancels the worker's request.
 //! Frames are passed on as they arrive: no added buffering.
+//!
+//! A worker that breaks off a server-sent-event stream (it died, or cut the connection) is a
+//! failure of that worker (its breaker is told, `smg_router_upstream_stream_errors_total`
+//! counts it), but the client gets a readable end instead of a broken transfer: one
+//! `data: {"error": {...}}` event in the gateway's error shape (`upstream_stream_error`), then
+//! the chunked body ends cleanly. A broken non-stream body still ends with a transfer error.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -14,9 +20,11 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
 use crate::clock::Clock;
+use crate::error::GatewayError;
 use crate::metrics::Metrics;
 use crate::pool::Conn;
-use crate::routing::Lease;
+use crate::registry::{Registry, Worker};
+use crate::routing::{Lease, Outcome};
 
 /// The body of every response the gateway sends.
 #[derive(Debug)]
@@ -52,6 +60,9 @@ pub struct RequestGuard {
     /// The response is a server-sent event stream, so its first data frame is the first token.
     pub(crate) event_stream: bool,
     pub(crate) first_byte_seen: bool,
+    /// Told when the worker breaks off its response.
+    pub(crate) registry: std::sync::Arc<Registry>,
+    pub(crate) worker: std::sync::Arc<Worker>,
 }
 
 impl RequestGuard {
@@ -60,6 +71,12 @@ impl RequestGuard {
         if let Some(conn) = self.conn.take() {
             conn.release();
         }
+    }
+
+    /// The worker broke off its response: a failure of the worker.
+    fn broken(self) {
+        self.metrics.stream_errors.inc();
+        self.registry.report(&self.worker, Outcome::Failure);
     }
 
     fn on_data(&mut self) {
@@ -89,6 +106,29 @@ impl Drop for RequestGuard {
 pub struct ProxiedBody {
     pub(crate) inner: Incoming,
     pub(crate) guard: Option<RequestGuard>,
+    /// A server-sent-event stream: a break ends with an error event (see the module docs).
+    pub(crate) sse: Option<SseEnd>,
+}
+
+/// How a broken server-sent-event stream ends.
+#[derive(Debug)]
+pub(crate) struct SseEnd {
+    /// The worker's URL (for the error message).
+    pub(crate) worker: std::sync::Arc<str>,
+    /// The bytes so far end on an event boundary (a blank line).
+    pub(crate) at_boundary: bool,
+    /// The error event has been sent: the body is over.
+    pub(crate) ended: bool,
+}
+
+impl SseEnd {
+    pub(crate) fn new(worker: std::sync::Arc<str>) -> Self {
+        Self {
+            worker,
+            at_boundary: true,
+            ended: false,
+        }
+    }
 }
 
 impl Drop for ProxiedBody {
@@ -111,11 +151,20 @@ impl Body for ResBody {
         match self.get_mut() {
             Self::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
             Self::Proxied(p) => {
+                if p.sse.as_ref().is_some_and(|s| s.ended) {
+                    return Poll::Ready(None);
+                }
                 let polled = Pin::new(&mut p.inner).poll_frame(cx);
                 match &polled {
                     Poll::Ready(Some(Ok(frame))) => {
-                        if let (true, Some(g)) = (frame.is_data(), p.guard.as_mut()) {
-                            g.on_data();
+                        if let Some(data) = frame.data_ref() {
+                            if let Some(g) = p.guard.as_mut() {
+                                g.on_data();
+                            }
+                            if let (Some(sse), false) = (p.sse.as_mut(), data.is_empty()) {
+                                sse.at_boundary =
+                                    data.ends_with(b"\n\n") || data.ends_with(b"\r\n\r\n");
+                            }
                         }
                     }
                     // End of stream: release now, not when hyper drops us.
@@ -124,8 +173,20 @@ impl Body for ResBody {
                             g.finish();
                         }
                     }
-                    Poll::Ready(Some(Err(_))) => {
-                        p.guard.take();
+                    Poll::Ready(Some(Err(e))) => {
+                        if let Some(g) = p.guard.take() {
+                            g.broken();
+                        }
+                        if let Some(sse) = p.sse.as_mut() {
+                            sse.ended = true;
+                            let err = GatewayError::UpstreamStream {
+                                worker: sse.worker.to_string(),
+                                reason: e.to_string(),
+                            };
+                            tracing::warn!(error = %err, "worker stream broke; ending it with an error event");
+                            let event = err.to_sse_event(!sse.at_boundary);
+                            return Poll::Ready(Some(Ok(Frame::data(event))));
+                        }
                     }
                     Poll::Pending => {}
                 }
@@ -137,7 +198,7 @@ impl Body for ResBody {
     fn is_end_stream(&self) -> bool {
         match self {
             Self::Full(b) => b.is_none(),
-            Self::Proxied(p) => p.inner.is_end_stream(),
+            Self::Proxied(p) => p.sse.as_ref().is_some_and(|s| s.ended) || p.inner.is_end_stream(),
         }
     }
 

@@ -156,6 +156,14 @@ pub struct Args {
     /// keep-alive connections included; 0 disables [default: 30].
     #[arg(long)]
     pub header_read_timeout_secs: Option<u64>,
+    /// Seconds a client gets to send its whole request body (counted from the request head);
+    /// then 408 request_body_timeout; 0 disables [default: 300].
+    #[arg(long)]
+    pub request_body_timeout_secs: Option<u64>,
+    /// Seconds without a request body byte from the client before 408 request_body_timeout;
+    /// 0 disables [default: 30].
+    #[arg(long)]
+    pub request_body_idle_timeout_secs: Option<u64>,
     /// berth: IO threads serving connections, each with its own runtime [default: one per CPU].
     #[arg(long)]
     pub io_threads: Option<usize>,
@@ -259,6 +267,12 @@ impl Args {
                 .or(file.sticky_store_timeout_ms),
             sticky_store_sync_ms: self.sticky_store_sync_ms.or(file.sticky_store_sync_ms),
             sticky_store_prefix: self.sticky_store_prefix.or(file.sticky_store_prefix),
+            request_body_timeout_secs: self
+                .request_body_timeout_secs
+                .or(file.request_body_timeout_secs),
+            request_body_idle_timeout_secs: self
+                .request_body_idle_timeout_secs
+                .or(file.request_body_idle_timeout_secs),
             config: self.config,
         }
     }
@@ -394,6 +408,12 @@ impl GatewayConfig {
             c.header_read_timeout = (secs > 0).then(|| Duration::from_secs(secs));
         }
         c.sticky_store = store_settings(args)?;
+        if let Some(secs) = args.request_body_timeout_secs {
+            c.body_timeouts.total = (secs > 0).then(|| Duration::from_secs(secs));
+        }
+        if let Some(secs) = args.request_body_idle_timeout_secs {
+            c.body_timeouts.idle = (secs > 0).then(|| Duration::from_secs(secs));
+        }
         c.api_key = args.api_key.clone().map(Secret);
         c.admin_api_key = args.admin_api_key.clone().map(Secret);
         let ipv6 = args.host.as_deref().is_some_and(|h| h.contains(':'));

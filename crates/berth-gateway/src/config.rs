@@ -55,6 +55,10 @@ pub mod defaults {
     pub const STICKY_STORE_PREFIX: &str = "berth";
     /// `--shutdown-grace-period-secs`.
     pub const SHUTDOWN_GRACE_PERIOD_SECS: u64 = 180;
+    /// `--request-body-timeout-secs`.
+    pub const REQUEST_BODY_TIMEOUT_SECS: u64 = 300;
+    /// `--request-body-idle-timeout-secs`.
+    pub const REQUEST_BODY_IDLE_TIMEOUT_SECS: u64 = 30;
 }
 
 /// A string that never shows up in `Debug` output or logs (API keys).
@@ -125,6 +129,20 @@ pub struct GatewayConfig {
     pub header_read_timeout: Option<Duration>,
     /// The shared pin store (`--sticky-store`); `None` keeps pins in this replica only.
     pub sticky_store: Option<StoreSettings>,
+    /// Limits on how long the gateway waits for a client's request body.
+    pub body_timeouts: BodyTimeouts,
+}
+
+/// How long the gateway waits for a client's request body. Time spent here is the client's:
+/// it never counts against a worker (no breaker failure, no retry, no `upstream_timeout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyTimeouts {
+    /// The whole body must have arrived this long after the request head
+    /// (`--request-body-timeout-secs`); `None`: no bound.
+    pub total: Option<Duration>,
+    /// No body byte for this long ends the request (`--request-body-idle-timeout-secs`);
+    /// `None`: no bound.
+    pub idle: Option<Duration>,
 }
 
 impl GatewayConfig {
@@ -156,6 +174,10 @@ impl GatewayConfig {
             io_threads: 0,
             header_read_timeout: Some(Duration::from_secs(HEADER_READ_TIMEOUT_SECS)),
             sticky_store: None,
+            body_timeouts: BodyTimeouts {
+                total: Some(Duration::from_secs(REQUEST_BODY_TIMEOUT_SECS)),
+                idle: Some(Duration::from_secs(REQUEST_BODY_IDLE_TIMEOUT_SECS)),
+            },
         }
     }
 

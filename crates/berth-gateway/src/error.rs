@@ -59,12 +59,24 @@ pub enum GatewayError {
         /// What failed (connect, reset, ...).
         reason: String,
     },
+    /// The worker's streamed response broke after it had started (the worker died or cut the
+    /// connection mid-stream). Sent as a final SSE event, not as a status.
+    #[error("worker {worker} broke off the stream: {reason}")]
+    UpstreamStream {
+        /// The worker's URL as registered.
+        worker: String,
+        /// What failed.
+        reason: String,
+    },
     /// The worker did not answer within `--request-timeout-secs`.
     #[error("worker {0} did not answer within --request-timeout-secs")]
     UpstreamTimeout(String),
     /// No worker is available for this request (all unhealthy, open, or none serve the model).
     #[error("no available workers")]
     NoAvailableWorkers,
+    /// The client did not send its request body in time (it stalled, or took too long in all).
+    #[error("the request body did not arrive in time: {0}")]
+    RequestBodyTimeout(String),
     /// The client's request stream broke while the gateway was reading it.
     #[error("error reading the request body: {0}")]
     ClientBody(String),
@@ -99,10 +111,14 @@ pub enum ErrorCode {
     NotFound,
     /// 405: known path, wrong method.
     MethodNotAllowed,
+    /// 408: the client's body stalled or took too long.
+    RequestBodyTimeout,
     /// 413: body over `--max-payload-size`.
     PayloadTooLarge,
     /// 502: connect or transport failure to the worker.
     UpstreamConnectionFailed,
+    /// 502 (in an SSE error event): the worker's stream broke mid-way.
+    UpstreamStreamError,
     /// 503: nothing to route to.
     NoAvailableWorkers,
     /// 504: worker too slow.
@@ -124,8 +140,10 @@ impl ErrorCode {
             Self::ModelNotFound => "model_not_found",
             Self::NotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
+            Self::RequestBodyTimeout => "request_body_timeout",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UpstreamConnectionFailed => "upstream_connection_failed",
+            Self::UpstreamStreamError => "upstream_stream_error",
             Self::NoAvailableWorkers => "no_available_workers",
             Self::UpstreamTimeout => "upstream_timeout",
             Self::StickyStoreUnavailable => "sticky_store_unavailable",
@@ -142,8 +160,9 @@ impl ErrorCode {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::ModelNotFound | Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::RequestBodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::UpstreamConnectionFailed => StatusCode::BAD_GATEWAY,
+            Self::UpstreamConnectionFailed | Self::UpstreamStreamError => StatusCode::BAD_GATEWAY,
             Self::NoAvailableWorkers | Self::StickyStoreUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -174,10 +193,12 @@ impl GatewayError {
             Self::ModelNotFound(_) => ErrorCode::ModelNotFound,
             Self::NotFound(_) | Self::WorkerNotFound(_) => ErrorCode::NotFound,
             Self::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed,
+            Self::RequestBodyTimeout(_) => ErrorCode::RequestBodyTimeout,
             Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
             Self::BadRequest(_) | Self::ClientBody(_) => ErrorCode::BadRequest,
             Self::UpstreamConnection { .. } => ErrorCode::UpstreamConnectionFailed,
             Self::UpstreamTimeout(_) => ErrorCode::UpstreamTimeout,
+            Self::UpstreamStream { .. } => ErrorCode::UpstreamStreamError,
             Self::NoAvailableWorkers => ErrorCode::NoAvailableWorkers,
             Self::StoreUnavailable => ErrorCode::StickyStoreUnavailable,
             Self::Config(_) | Self::Startup(_) | Self::Io(_) => ErrorCode::Internal,
@@ -193,17 +214,31 @@ impl GatewayError {
         }
     }
 
-    /// The HTTP response for this error: the only place a gateway error becomes HTTP.
-    pub fn to_response(&self) -> Response<ResBody> {
+    /// The one JSON shape of every gateway error.
+    fn body(&self) -> serde_json::Value {
         let code = self.code();
-        let body = serde_json::json!({
+        serde_json::json!({
             "error": {
                 "message": self.to_string(),
                 "type": code.kind(),
                 "code": code.as_str(),
                 "param": self.param(),
             }
-        });
+        })
+    }
+
+    /// The error as one server-sent event, `data: {"error": {...}}`, for a stream whose status
+    /// and first events have already gone out: SDKs raise it as an API error. With
+    /// `mid_event`, blank lines first end the worker's half-sent event.
+    pub fn to_sse_event(&self, mid_event: bool) -> Bytes {
+        let prefix = if mid_event { "\n\n" } else { "" };
+        Bytes::from(format!("{prefix}data: {}\n\n", self.body()))
+    }
+
+    /// The HTTP response for this error: the only place a gateway error becomes HTTP.
+    pub fn to_response(&self) -> Response<ResBody> {
+        let code = self.code();
+        let body = self.body();
         let mut resp = Response::new(ResBody::full(Bytes::from(body.to_string())));
         *resp.status_mut() = code.status();
         let headers = resp.headers_mut();
@@ -234,6 +269,7 @@ mod tests {
             GatewayError::Unauthorized,
             GatewayError::ModelNotFound("m".into()),
             GatewayError::PayloadTooLarge(1),
+            GatewayError::RequestBodyTimeout("stalled".into()),
             GatewayError::UpstreamConnection {
                 worker: "w".into(),
                 reason: "r".into(),
@@ -241,7 +277,7 @@ mod tests {
             GatewayError::NoAvailableWorkers,
             GatewayError::UpstreamTimeout("w".into()),
         ];
-        let expected = [400, 400, 401, 404, 413, 502, 503, 504];
+        let expected = [400, 400, 401, 404, 413, 408, 502, 503, 504];
         for (e, status) in errs.iter().zip(expected) {
             let r = e.to_response();
             assert_eq!(r.status().as_u16(), status);
@@ -253,6 +289,24 @@ mod tests {
                 .unwrap();
             assert_eq!(code, e.code().as_str());
         }
+    }
+
+    #[test]
+    fn a_stream_error_is_one_event_in_the_same_shape() {
+        let e = GatewayError::UpstreamStream {
+            worker: "http://w".into(),
+            reason: "connection closed".into(),
+        };
+        let ev = e.to_sse_event(false);
+        let text = std::str::from_utf8(&ev).unwrap();
+        let json = text
+            .strip_prefix("data: ")
+            .and_then(|t| t.strip_suffix("\n\n"))
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(v["error"]["code"], "upstream_stream_error");
+        assert_eq!(v["error"]["type"], "server_error");
+        assert!(e.to_sse_event(true).starts_with(b"\n\ndata: "));
     }
 
     #[test]

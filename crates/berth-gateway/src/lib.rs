@@ -11,6 +11,7 @@
 //! - `registry/`: workers, health checks, circuit breakers, the lock-free worker view.
 //! - [`error`]: the one error enum and its one mapping to HTTP.
 //! - [`metrics`]: Prometheus metrics with SMG's names.
+//! - [`model_scan`]: finding a streamed body's top-level `model` without buffering it.
 //! - `body.rs`, `upstream.rs`, `pool.rs`: response and request bodies, the worker connections
 //!   of each IO loop, the client for probes.
 //! - `eviction.rs`: the periodic pin sweep; [`clock`]: monotonic time for the routing core.
@@ -25,6 +26,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod metrics;
+pub mod model_scan;
 pub mod server;
 
 mod admin;

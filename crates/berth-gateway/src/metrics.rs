@@ -72,6 +72,8 @@ pub struct Metrics {
     pub(crate) ttft: Histogram,
     pub(crate) upstream_status: Family<StatusLabels, Counter>,
     pub(crate) retries: Counter,
+    pub(crate) stale_resends: Counter,
+    pub(crate) stream_errors: Counter,
     worker_active: Family<WorkerLabels, Gauge>,
     worker_cb_state: Family<WorkerLabels, Gauge>,
     worker_healthy: Family<WorkerLabels, Gauge>,
@@ -100,6 +102,8 @@ impl Metrics {
             ttft: hist(),
             upstream_status: Family::default(),
             retries: Counter::default(),
+            stale_resends: Counter::default(),
+            stream_errors: Counter::default(),
             worker_active: Family::default(),
             worker_cb_state: Family::default(),
             worker_healthy: Family::default(),
@@ -163,6 +167,16 @@ impl Metrics {
             "smg_router_retries",
             "Requests re-sent to another worker",
             m.retries.clone(),
+        );
+        registry.register(
+            "smg_router_stale_connection_resends",
+            "Requests re-sent on a fresh connection to the same worker after a reused connection closed before answering",
+            m.stale_resends.clone(),
+        );
+        registry.register(
+            "smg_router_upstream_stream_errors",
+            "Worker responses broken off after their headers were sent",
+            m.stream_errors.clone(),
         );
         registry.register(
             "smg_worker_requests_active",

@@ -6,6 +6,11 @@
 //! also how a client disconnect cancels the worker's request. A request that a stale pooled
 //! connection refused before sending anything is re-sent on another connection.
 //!
+//! A failure on a *reused* connection says so ([`SendError::reused`]): engines such as
+//! llama-server close a connection after a streamed reply although their headers promised
+//! keep-alive, and a request written on it fails before any response byte. The caller re-sends
+//! such a request once on a [`Fresh`] connection to the same worker instead of blaming the worker.
+//!
 //! Compared with hyper-util's pooled client this skips, per request, the connect future built
 //! for racing the checkout, the shared pool lock and the absolute-form URI: the proxy path's
 //! largest cost after the kernel.
@@ -27,6 +32,34 @@ use crate::upstream::UpBody;
 const MAX_IDLE_PER_WORKER: usize = 1024;
 /// Time allowed to open a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether a request may go on an idle pooled connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reuse {
+    /// Take an idle connection when there is one.
+    Pooled,
+    /// Open a new connection (a re-send after a reused one failed).
+    Fresh,
+}
+
+pub(crate) use Reuse::Fresh;
+
+/// Why a send failed, and whether it was on a reused connection.
+#[derive(Debug)]
+pub(crate) struct SendError {
+    pub(crate) reason: String,
+    /// The request went out on a pooled connection that had served earlier requests.
+    pub(crate) reused: bool,
+}
+
+impl SendError {
+    fn fresh(reason: String) -> Self {
+        Self {
+            reason,
+            reused: false,
+        }
+    }
+}
 
 /// One IO loop's connections to every worker.
 #[derive(Debug, Default)]
@@ -77,23 +110,30 @@ impl Pool {
         None
     }
 
-    /// Sends `req` to `worker` on a pooled or new connection.
+    /// Sends `req` to `worker` on a pooled (unless `reuse` is [`Fresh`]) or new connection.
     pub(crate) async fn send(
         self: &Arc<Self>,
         worker: &Worker,
         mut req: Request<UpBody>,
-    ) -> Result<(Response<Incoming>, Conn), String> {
+        reuse: Reuse,
+    ) -> Result<(Response<Incoming>, Conn), SendError> {
         loop {
-            let (mut sender, reused) = match self.checkout(worker.id) {
+            let pooled = match reuse {
+                Reuse::Pooled => self.checkout(worker.id),
+                Reuse::Fresh => None,
+            };
+            let (mut sender, reused) = match pooled {
                 Some(s) => (s, true),
-                None => (connect(worker).await?, false),
+                None => (connect(worker).await.map_err(SendError::fresh)?, false),
             };
             // A just-returned connection may still be finishing the previous exchange.
             if sender.ready().await.is_err() {
                 if reused {
                     continue;
                 }
-                return Err("connection closed before the request was sent".to_owned());
+                return Err(SendError::fresh(
+                    "connection closed before the request was sent".to_owned(),
+                ));
             }
             match sender.try_send_request(req).await {
                 Ok(resp) => {
@@ -107,7 +147,12 @@ impl Pool {
                 Err(mut e) => match e.take_message() {
                     // Nothing was written: a stale idle connection. Try another.
                     Some(unsent) if reused => req = unsent,
-                    _ => return Err(e.into_error().to_string()),
+                    _ => {
+                        return Err(SendError {
+                            reason: e.into_error().to_string(),
+                            reused,
+                        });
+                    }
                 },
             }
         }
@@ -154,7 +199,7 @@ mod tests {
             let mut req = Request::get("/v1/models").body(UpBody::Full(None)).unwrap();
             req.headers_mut()
                 .insert(http::header::HOST, worker.host_header.clone());
-            let (resp, conn) = pool.send(&worker, req).await.unwrap();
+            let (resp, conn) = pool.send(&worker, req, Reuse::Pooled).await.unwrap();
             assert_eq!(resp.status(), 200);
             resp.into_body().collect().await.unwrap();
             conn.release();

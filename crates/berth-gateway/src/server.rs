@@ -1,7 +1,9 @@
 //! Starting, running and stopping the gateway.
 //!
 //! [`Gateway::builder`] takes already-bound listeners (tests bind `127.0.0.1:0` and pass them in),
-//! registers the start-up workers, spawns the health-check and eviction tasks, and serves until
+//! registers the start-up workers (not yet healthy), starts serving at once (`/health` answers,
+//! `/readiness` is 503 until a worker is available), probes the workers once (those that answer
+//! are in routing when `start` returns), spawns the health-check and eviction tasks, and serves until
 //! [`GatewayHandle::shutdown`]: then it stops accepting, asks every connection to finish its
 //! current request, and waits up to the grace period before dropping what is left.
 //!
@@ -90,14 +92,7 @@ impl GatewayBuilder {
             config.health.clone(),
             clock.clone(),
         ));
-        registry::startup(
-            &registry,
-            &client,
-            &config.worker_urls,
-            config.worker_startup_timeout,
-            config.health.timeout,
-        )
-        .await?;
+        let starting = registry::register_startup(&registry, &config.worker_urls)?;
         let metrics = Arc::new(Metrics::new());
         let store = match &config.sticky_store {
             Some(s) => Some(Arc::new(
@@ -122,17 +117,19 @@ impl GatewayBuilder {
             .transpose()?;
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut background = JoinSet::new();
-        let health = registry::spawn_health_checks(registry, client, state.config.health.clone());
-        let evict = eviction::spawn(state.clone());
         crate::store::start(&state, &mut background).await;
         if let Some(l) = metrics_listener {
             background.spawn(serve_metrics(l, state.clone(), stop_rx.clone()));
         }
         let io = spawn_io(&state, state.config.io_threads, &stop_rx)?;
+        let (health_tx, health_rx) = oneshot::channel::<tokio::task::JoinHandle<()>>();
+        let evict = eviction::spawn(state.clone());
         let task = tokio::spawn({
             async move {
                 accept_loop(listener, io, stop_rx).await;
-                health.abort();
+                if let Ok(health) = health_rx.await {
+                    health.abort();
+                }
                 if let Some(e) = evict {
                     e.abort();
                 }
@@ -140,6 +137,21 @@ impl GatewayBuilder {
             }
         });
         tracing::info!(%addr, ?metrics_addr, policy = state.config.router.policy.as_str(), "berth gateway listening");
+        // Serving already: probe the start-up workers once (each that answers is in routing when
+        // this returns), then leave the rest to the health checks.
+        let waiting =
+            registry::first_round(&registry, &client, starting, state.config.health.timeout).await;
+        if !waiting.is_empty() {
+            let list = waiting.iter().map(|u| &**u).collect::<Vec<_>>().join(" ");
+            tracing::warn!(waiting = %list, "serving while waiting for workers to answer GET /health");
+        }
+        let health = registry::spawn_health_checks(
+            registry,
+            client,
+            state.config.health.clone(),
+            state.config.worker_startup_timeout,
+        );
+        let _ = health_tx.send(health);
         Ok(GatewayHandle {
             addr,
             metrics_addr,

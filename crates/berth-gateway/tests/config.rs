@@ -5,8 +5,8 @@ mod common;
 
 use std::time::Duration;
 
+use berth_gateway::GatewayConfig;
 use berth_gateway::cli::Args;
-use berth_gateway::{Gateway, GatewayConfig, GatewayError};
 use clap::{Args as _, FromArgMatches as _};
 
 fn command() -> clap::Command {
@@ -156,27 +156,6 @@ fn the_config_file_fills_what_the_command_line_leaves_out() {
         "{err}"
     );
     std::fs::remove_file(&path).unwrap();
-}
-
-#[tokio::test]
-async fn no_reachable_worker_refuses_to_start() {
-    // A port that was bound and released: nothing listens there.
-    let dead = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let mut c = GatewayConfig::new(vec![format!("http://{dead}")]);
-    c.worker_startup_timeout = Duration::from_millis(300);
-    c.health.timeout = Duration::from_millis(100);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let err = Gateway::builder(c)
-        .listener(listener)
-        .start()
-        .await
-        .unwrap_err();
-    assert!(matches!(err, GatewayError::Startup(_)));
-    assert!(err.to_string().contains("--worker-urls"), "{err}");
 }
 
 #[tokio::test]

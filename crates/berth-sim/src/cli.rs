@@ -79,6 +79,10 @@ pub struct Args {
     /// Fault: the process exits after receiving this many inference requests.
     #[arg(long)]
     pub exit_after_requests: Option<u64>,
+    /// Fault (llama-server's habit): a connection that carried a streamed response is dead
+    /// afterwards, without `Connection: close`; the next request on it is dropped unanswered.
+    #[arg(long)]
+    pub close_after_stream: bool,
 }
 
 fn millis(flag: &'static str, ms: f64) -> Result<Duration, SimError> {
@@ -118,6 +122,7 @@ impl Args {
                 drop_after_chunks: self.drop_after_chunks,
                 fail_health: self.fail_health,
                 exit_after_requests: self.exit_after_requests,
+                close_after_stream: self.close_after_stream,
             },
         };
         config.validate()?;

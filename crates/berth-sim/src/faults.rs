@@ -38,6 +38,11 @@ pub struct Faults {
     /// The worker dies (every connection is cut, the listener closes) once it has received this
     /// many inference requests.
     pub exit_after_requests: Option<u64>,
+    /// llama-server's habit: a connection that carried a streamed response is dead afterwards
+    /// although its headers promised keep-alive (no `Connection: close`). The connection stays
+    /// open, and the next request sent on it is dropped unanswered (the connection is cut), which
+    /// is what a client that reuses it before the engine's close arrives always sees.
+    pub close_after_stream: bool,
 }
 
 impl Default for Faults {
@@ -51,6 +56,7 @@ impl Default for Faults {
             drop_after_chunks: None,
             fail_health: false,
             exit_after_requests: None,
+            close_after_stream: false,
         }
     }
 }

@@ -89,6 +89,17 @@ impl SimHandle {
         self.shared.faults.modify(|f| f.drop_after_chunks = chunks);
     }
 
+    /// Makes every connection that carried a streamed response dead afterwards (the next request
+    /// on it is dropped unanswered), as llama-server does.
+    pub fn set_close_after_stream(&self, on: bool) {
+        self.shared.faults.modify(|f| f.close_after_stream = on);
+    }
+
+    /// Connections cut by the close-after-stream fault.
+    pub fn stale_connections_cut(&self) -> u64 {
+        Counters::get(&self.shared.counters.stale_cut)
+    }
+
     /// Makes `/health` and `/health_generate` answer 503.
     pub fn set_health_failing(&self, failing: bool) {
         self.shared.faults.modify(|f| f.fail_health = failing);

@@ -5,14 +5,17 @@
 use std::any::Any;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 use tokio::task::{JoinError, JoinSet};
 
 use crate::state::{Shared, Stop};
+use crate::stats::Counters;
 
 /// Serves until the worker is told to stop or exit; re-raises the first handler panic.
 pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
@@ -54,17 +57,55 @@ fn keep_panic(done: Result<(), JoinError>, panic: &mut Option<Box<dyn Any + Send
     }
 }
 
+/// One connection's share of the close-after-stream fault.
+#[derive(Debug, Default)]
+struct Stale {
+    /// The connection carried a streamed response under the fault: it is dead.
+    dead: AtomicBool,
+    /// A request arrived on the dead connection: cut it.
+    cut: Notify,
+}
+
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     // Small SSE events must leave at once.
     let _ = stream.set_nodelay(true);
-    let service = service_fn(move |req| {
-        let shared = Arc::clone(&shared);
-        async move { Ok::<_, Infallible>(crate::api::handle(shared, req).await) }
+    let stale = Arc::new(Stale::default());
+    let service = service_fn({
+        let stale = Arc::clone(&stale);
+        move |req| {
+            let shared = Arc::clone(&shared);
+            let stale = Arc::clone(&stale);
+            async move {
+                if stale.dead.load(Ordering::Relaxed) {
+                    Counters::bump(&shared.counters.stale_cut, 1);
+                    stale.cut.notify_one();
+                    std::future::pending::<()>().await;
+                }
+                let close_after = shared.faults.get().close_after_stream;
+                let resp = crate::api::handle(shared, req).await;
+                if close_after && is_stream(&resp) {
+                    stale.dead.store(true, Ordering::Relaxed);
+                }
+                Ok::<_, Infallible>(resp)
+            }
+        }
     });
-    if let Err(err) = http1::Builder::new()
-        .serve_connection(TokioIo::new(stream), service)
-        .await
-    {
-        tracing::debug!(%err, "connection ended with an error");
+    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        done = conn => {
+            if let Err(err) = done {
+                tracing::debug!(%err, "connection ended with an error");
+            }
+        }
+        // Dropping the connection closes the socket with the request unanswered.
+        () = stale.cut.notified() => {}
     }
+}
+
+fn is_stream<B>(resp: &http::Response<B>) -> bool {
+    resp.status().is_success()
+        && resp
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
 }

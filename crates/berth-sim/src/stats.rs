@@ -41,6 +41,8 @@ pub(crate) struct Counters {
     pub(crate) prompt_tokens: AtomicU64,
     pub(crate) cached_tokens: AtomicU64,
     pub(crate) completion_tokens: AtomicU64,
+    /// Requests dropped on a connection made dead by the close-after-stream fault.
+    pub(crate) stale_cut: AtomicU64,
 }
 
 impl Counters {

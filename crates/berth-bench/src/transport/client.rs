@@ -3,6 +3,12 @@
 //! Time to first token is measured from just before the request is handed to the connection
 //! pool to the arrival of the first body chunk that completes an event carrying new text; for
 //! non-streamed requests there is no first token, only the end-to-end time.
+//!
+//! Engines such as llama-server close a connection after a streamed reply while their headers
+//! promise keep-alive; a request written on that pooled connection fails before any response
+//! byte ("connection closed before message completed"). Such a request is re-sent once on a
+//! new connection (a second client that keeps no idle connections), as a gateway would, and
+//! counted in [`Exchange::resent`]; it is not a failure of the server.
 
 use std::time::{Duration, Instant};
 
@@ -45,6 +51,8 @@ pub struct Exchange {
     pub body: ResponseReader,
     /// A connection, protocol or timeout failure.
     pub transport_error: Option<String>,
+    /// The request was re-sent on a new connection after a pooled one closed before answering.
+    pub resent: bool,
 }
 
 impl Exchange {
@@ -61,6 +69,8 @@ impl Exchange {
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     inner: Client<HttpConnector, Full<Bytes>>,
+    /// Keeps no idle connection: every request on it opens a new one.
+    fresh: Client<HttpConnector, Full<Bytes>>,
     base: String,
     timeout: Duration,
 }
@@ -89,9 +99,13 @@ impl HttpClient {
         connector.set_nodelay(true);
         let inner = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector.clone());
+        let fresh = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
             .build(connector);
         Ok(Self {
             inner,
+            fresh,
             base: with_scheme.trim_end_matches('/').to_owned(),
             timeout,
         })
@@ -121,6 +135,7 @@ impl HttpClient {
             error_code_header: None,
             body: ResponseReader::new(endpoint, streaming),
             transport_error: None,
+            resent: false,
         };
         let outcome = tokio::time::timeout(
             self.timeout,
@@ -143,25 +158,32 @@ impl HttpClient {
         body: Bytes,
         ex: &mut Exchange,
     ) -> Result<(), String> {
-        let mut req = Request::builder()
-            .method(Method::POST)
-            .uri(format!("{}{}", self.base, endpoint.path()))
-            .header(http::header::CONTENT_TYPE, "application/json");
-        for (name, value) in headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| format!("header name {name}: {e}"))?;
-            let value =
-                HeaderValue::from_str(value).map_err(|e| format!("header value {value}: {e}"))?;
-            req = req.header(name, value);
-        }
-        let req = req
-            .body(Full::new(body))
-            .map_err(|e| format!("building request: {e}"))?;
-        let resp = self
-            .inner
-            .request(req)
-            .await
-            .map_err(|e| format!("request failed: {e}"))?;
+        let build = || {
+            let mut req = Request::builder()
+                .method(Method::POST)
+                .uri(format!("{}{}", self.base, endpoint.path()))
+                .header(http::header::CONTENT_TYPE, "application/json");
+            for (name, value) in headers {
+                let name = HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|e| format!("header name {name}: {e}"))?;
+                let value = HeaderValue::from_str(value)
+                    .map_err(|e| format!("header value {value}: {e}"))?;
+                req = req.header(name, value);
+            }
+            req.body(Full::new(body.clone()))
+                .map_err(|e| format!("building request: {e}"))
+        };
+        let resp = match self.inner.request(build()?).await {
+            Ok(resp) => resp,
+            Err(e) if closed_before_answer(&e) => {
+                ex.resent = true;
+                self.fresh
+                    .request(build()?)
+                    .await
+                    .map_err(|e| format!("request failed: {e}"))?
+            }
+            Err(e) => return Err(format!("request failed: {e}")),
+        };
         ex.status = Some(resp.status().as_u16());
         let header = |name: &str| {
             resp.headers()
@@ -185,4 +207,32 @@ impl HttpClient {
         ex.body.finish();
         Ok(())
     }
+}
+
+/// The connection closed (or was reset) after the request went out and before any response
+/// byte: what a pooled connection the server had already given up looks like.
+fn closed_before_answer(e: &hyper_util::client::legacy::Error) -> bool {
+    if e.is_connect() {
+        return false;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(err) = source {
+        if let Some(h) = err.downcast_ref::<hyper::Error>()
+            && (h.is_incomplete_message() || h.is_canceled())
+        {
+            return true;
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::ConnectionAborted
+            )
+        {
+            return true;
+        }
+        source = err.source();
+    }
+    false
 }

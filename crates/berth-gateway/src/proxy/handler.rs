@@ -9,26 +9,29 @@
 //!    client*, route again (on the view as it is then) excluding every worker tried and re-send
 //!    (a streamed body is replayed from what was kept, see `replay.rs`), up to
 //!    `--retry-max-retries`.
+//!    A send that fails on a *reused* pooled connection before any response byte is first
+//!    re-sent once on a fresh connection to the same worker (the worker closed it after its
+//!    previous reply): neither a retry nor a worker failure.
 //! 4. Stream the response back with `x-smg-routed-worker-id` and the lease attached.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
 use http::{HeaderMap, Request, Response, header};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::Endpoint;
+use super::deadline::{BodyDeadline, read_body};
 use super::headers::{self, HeaderMapSource, ROUTED_WORKER, ROUTING_TOKENS};
+use super::held::Held;
 use super::inspect::{Inspected, inspect};
-use super::rank::with_rank;
+use super::lookahead::{LateCheck, Lookahead, read_ahead};
 use super::replay::{CAPTURE_LIMIT, Replayable};
-use crate::body::{ProxiedBody, RequestGuard, ResBody};
+use super::wait::response_within;
+use crate::body::{ProxiedBody, RequestGuard, ResBody, SseEnd};
 use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, BranchLabels, RequestLabels, SourceLabels, StatusLabels};
-use crate::pool::Conn;
-use crate::pool::Pool;
+use crate::pool::{Conn, Fresh, Pool, Reuse};
 use crate::registry::{View, Worker};
 use crate::routing::{
     BodyPath, Branch, Decision, Error as RouteError, Leg, Outcome, PolicyKind, RouteRequest,
@@ -36,7 +39,6 @@ use crate::routing::{
 };
 use crate::state::{AppState, with_rng};
 use crate::store;
-use crate::upstream::UpBody;
 
 /// Proxies one generation request; every failure becomes its gateway error response.
 pub(crate) async fn proxy(
@@ -55,49 +57,6 @@ pub(crate) async fn proxy(
     }
 }
 
-/// The request body as the gateway holds it.
-enum Held {
-    /// Read whole before routing: re-sendable.
-    Buffered(Bytes),
-    /// Streamed (kept for retries up to a limit when retries are on).
-    Stream(Replayable),
-}
-
-impl Held {
-    /// The body of the next attempt (`None`: it cannot be re-sent), and its new length when it
-    /// was rewritten for a data-parallel `rank`.
-    fn next(&mut self, rank: Option<u32>) -> Option<(UpBody, Option<usize>)> {
-        match self {
-            Self::Buffered(b) => {
-                let ranked = rank.and_then(|r| with_rank(b, r));
-                let len = ranked.as_ref().map(Bytes::len);
-                Some((UpBody::Full(Some(ranked.unwrap_or_else(|| b.clone()))), len))
-            }
-            Self::Stream(r) => r.attempt().map(|r| (UpBody::Stream(r), None)),
-        }
-    }
-
-    /// The streamed body went over `--max-payload-size` (the client's fault, not the worker's).
-    fn too_large(&self) -> bool {
-        matches!(self, Self::Stream(r) if r.too_large())
-    }
-
-    /// The client's streamed body broke (also the client's fault).
-    fn client_error(&self) -> Option<String> {
-        match self {
-            Self::Buffered(_) => None,
-            Self::Stream(r) => r.client_error(),
-        }
-    }
-
-    fn replayable(&self) -> bool {
-        match self {
-            Self::Buffered(_) => true,
-            Self::Stream(r) => r.replayable(),
-        }
-    }
-}
-
 async fn forward(
     state: &Arc<AppState>,
     pool: &Arc<Pool>,
@@ -106,6 +65,7 @@ async fn forward(
     start: Instant,
 ) -> Result<Response<ResBody>, GatewayError> {
     let (parts, body) = req.into_parts();
+    let deadline = BodyDeadline::new(state.config.body_timeouts, tokio::time::Instant::now());
     let view = state.registry.view();
     let tokens = parts
         .headers
@@ -139,7 +99,7 @@ async fn forward(
     }
     // `stream` for the requests metric: `None` when the body was not read as a JSON object.
     let (mut held, inspected, stream) = if inspect_body {
-        let bytes = read_limited(body, max).await?;
+        let bytes = read_body(body, max, deadline).await?;
         let want_text = matches!(
             state.config.router.policy,
             PolicyKind::CacheAware | PolicyKind::TtftAware
@@ -150,28 +110,47 @@ async fn forward(
     } else if buffered {
         // Held only for the rank: routing sees what a streamed body gives it (nothing), and a
         // body that is not JSON is no error here.
-        let bytes = read_limited(body, max).await?;
-        let stream = inspect(&bytes, false).ok().map(|i| i.stream);
-        (Held::Buffered(bytes), Inspected::default(), stream)
+        let bytes = read_body(body, max, deadline).await?;
+        let read = inspect(&bytes, false).ok();
+        let stream = read.as_ref().map(|i| i.stream);
+        // Routing sees nothing of the body, but its model is still checked.
+        let inspected = Inspected {
+            model: read.and_then(|i| i.model),
+            ..Inspected::default()
+        };
+        (Held::Buffered(bytes), inspected, stream)
     } else {
         let capture = if state.config.retry_max_retries > 0 {
             CAPTURE_LIMIT
         } else {
             0
         };
+        let mut body = body;
+        // Workers that list models: learn the body's `model` from its first frames (a model no
+        // worker serves is refused before any byte goes out), and keep checking past them.
+        let (ahead, late) = if view.models.is_empty() {
+            (Lookahead::default(), None)
+        } else {
+            let mut ahead = read_ahead(&mut body, max, deadline).await?;
+            let late = ahead.scan.found().is_none().then(|| LateCheck {
+                scan: std::mem::take(&mut ahead.scan),
+                known: view.models.clone(),
+            });
+            (ahead, late)
+        };
+        let inspected = Inspected {
+            model: ahead.model().map(str::to_owned),
+            ..Inspected::default()
+        };
         (
-            Held::Stream(Replayable::new(body, capture, max)),
-            Inspected::default(),
+            Held::Stream(Replayable::new(body, ahead, late, capture, max, deadline)),
+            inspected,
             None,
         )
     };
-    // Reading the body can take a while: route on the workers as they are now, not as they were
-    // when the head arrived (a worker removed or opened meanwhile must not be chosen).
-    let view = if buffered {
-        state.registry.view()
-    } else {
-        view
-    };
+    // Reading the body (or its first frames) can take a while: route on the workers as they are
+    // now, not as they were when the head arrived (a worker removed or opened meanwhile must not be chosen).
+    let view = state.registry.view();
     let body_model = inspected.model.as_deref();
     if let Some(m) =
         body_model.filter(|m| !view.models.is_empty() && !view.snapshot.serves_model(m))
@@ -220,36 +199,37 @@ async fn forward(
         let Some(worker) = current.worker(decision.worker).cloned() else {
             return Err(GatewayError::NoAvailableWorkers);
         };
-        let worker = &*worker;
+        let worker_arc = worker;
+        let worker = &*worker_arc;
         record_decision(state, &decision, worker, model);
-        let Some((body, ranked_len)) = held.next(worker.addr.rank()) else {
+        let Some(up) = held.request(&parts, worker)? else {
             return Err(GatewayError::UpstreamConnection {
                 worker: worker.url.to_string(),
                 reason: "the request body could not be re-sent for a retry".to_owned(),
             });
         };
-        let mut up = Request::new(body);
-        *up.method_mut() = parts.method.clone();
-        *up.uri_mut() = worker
-            .addr
-            .origin_uri(parts.uri.path_and_query().map_or("/", |pq| pq.as_str()))
-            .map_err(|e| GatewayError::BadRequest(e.to_string()))?;
-        let mut headers = headers::forward_request_headers(&parts.headers);
-        headers.insert(http::header::HOST, worker.host_header.clone());
-        if let Some(len) = ranked_len {
-            headers.insert(header::CONTENT_LENGTH, http::HeaderValue::from(len));
+        let timeout = state.config.request_timeout;
+        let mut sent =
+            response_within(pool.send(worker, up, Reuse::Pooled), timeout, held.upload()).await;
+        // A reused connection that failed before any response byte was most likely closed by
+        // the worker after its previous reply (llama-server does so after every stream): re-send
+        // once on a fresh connection to the same worker, not a failure of the worker.
+        if matches!(&sent, Some(Err(e)) if e.reused)
+            && held.client_failure().is_none()
+            && let Some(up) = held.request(&parts, worker)?
+        {
+            state.metrics.stale_resends.inc();
+            tracing::debug!(worker = %worker.url, "reused connection closed before answering; re-sending on a fresh one");
+            sent = response_within(pool.send(worker, up, Fresh), timeout, held.upload()).await;
         }
-        *up.headers_mut() = headers;
-        let sent = tokio::time::timeout(state.config.request_timeout, pool.send(worker, up)).await;
-        if held.too_large() {
-            return Err(GatewayError::PayloadTooLarge(max));
-        }
-        if let Some(e) = held.client_error() {
-            return Err(GatewayError::ClientBody(e));
+        // A client that was too slow, sent too much or went away failed the attempt itself: no
+        // breaker failure, no retry, no upstream error.
+        if let Some(e) = held.client_failure() {
+            return Err(e);
         }
         let retry_left = (tried.len() as u32) < state.config.retry_max_retries && held.replayable();
         let failure = match sent {
-            Ok(Ok((resp, conn))) => {
+            Some(Ok((resp, conn))) => {
                 let status = resp.status().as_u16();
                 state
                     .metrics
@@ -265,7 +245,7 @@ async fn forward(
                         Outcome::Success
                     };
                     state.registry.report(worker, outcome);
-                    return Ok(respond(state, resp, conn, worker, decision, start));
+                    return Ok(respond(state, resp, conn, &worker_arc, decision, start));
                 }
                 state.registry.report(worker, Outcome::Failure);
                 // A retryable status: re-send elsewhere if we can, else pass it through untouched.
@@ -279,13 +259,13 @@ async fn forward(
                         continue;
                     }
                 }
-                return Ok(respond(state, resp, conn, worker, decision, start));
+                return Ok(respond(state, resp, conn, &worker_arc, decision, start));
             }
-            Ok(Err(e)) => GatewayError::UpstreamConnection {
+            Some(Err(e)) => GatewayError::UpstreamConnection {
                 worker: worker.url.to_string(),
-                reason: e,
+                reason: e.reason,
             },
-            Err(_) => GatewayError::UpstreamTimeout(worker.url.to_string()),
+            None => GatewayError::UpstreamTimeout(worker.url.to_string()),
         };
         state.registry.report(worker, Outcome::Failure);
         tracing::warn!(worker = %worker.url, error = %failure, "worker request failed");
@@ -360,7 +340,7 @@ fn respond(
     state: &Arc<AppState>,
     resp: Response<Incoming>,
     conn: Conn,
-    worker: &Worker,
+    worker: &Arc<Worker>,
     decision: Decision,
     start: Instant,
 ) -> Response<ResBody> {
@@ -373,6 +353,7 @@ fn respond(
         .headers
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let sse = event_stream.then(|| SseEnd::new(worker.url.clone()));
     let guard = RequestGuard {
         lease: Some(decision.lease),
         conn: Some(conn),
@@ -381,12 +362,15 @@ fn respond(
         clock: state.clock.clone(),
         event_stream,
         first_byte_seen: false,
+        registry: state.registry.clone(),
+        worker: worker.clone(),
     };
     Response::from_parts(
         parts,
         ResBody::Proxied(Box::new(ProxiedBody {
             inner: incoming,
             guard: Some(guard),
+            sse,
         })),
     )
 }
@@ -407,14 +391,4 @@ fn content_length(headers: &HeaderMap) -> Option<u64> {
         .ok()?
         .parse()
         .ok()
-}
-
-async fn read_limited(body: Incoming, max: usize) -> Result<Bytes, GatewayError> {
-    match http_body_util::Limited::new(body, max).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(GatewayError::PayloadTooLarge(max))
-        }
-        Err(e) => Err(GatewayError::ClientBody(e.to_string())),
-    }
 }

@@ -1,4 +1,5 @@
-//! Probing workers: at start-up, periodically, and for the admin API.
+//! Probing workers (`GET /health`, `GET /v1/models`) and bringing start-up workers in; the
+//! periodic task that drives the probes is `checks.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -6,7 +7,6 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 
 use super::{Registry, Worker, WorkerAddr};
-use crate::config::HealthSettings;
 use crate::error::GatewayError;
 use crate::upstream::{self, HttpClient};
 
@@ -53,105 +53,58 @@ pub(crate) async fn fetch_models(
     }
 }
 
-/// Registers the start-up workers, waiting for each to answer `/health` until `deadline`.
-/// Workers that never answer are registered as unhealthy (health checks may bring them in);
-/// if none answers, start-up is refused.
-pub(crate) async fn startup(
+/// Registers the start-up workers at once, not yet healthy and with unknown models, so the
+/// gateway can serve while they come up; each is awaited until its first good probe.
+pub(crate) fn register_startup(
     registry: &Registry,
-    client: &HttpClient,
     urls: &[String],
-    deadline: Duration,
-    probe_timeout: Duration,
-) -> Result<(), GatewayError> {
+) -> Result<Vec<Arc<Worker>>, GatewayError> {
+    let mut out = Vec::with_capacity(urls.len());
+    for url in urls {
+        WorkerAddr::parse(url).map_err(|e| GatewayError::Config(format!("--worker-urls: {e}")))?;
+        let worker = registry.add(url, Vec::new(), false)?;
+        worker.await_startup();
+        out.push(worker);
+    }
+    Ok(out)
+}
+
+/// One probe of every start-up worker, in parallel: each that answers is in routing when this
+/// returns. Returns the URLs still awaited.
+pub(crate) async fn first_round(
+    registry: &Arc<Registry>,
+    client: &HttpClient,
+    workers: Vec<Arc<Worker>>,
+    timeout: Duration,
+) -> Vec<Arc<str>> {
     let mut set = JoinSet::new();
-    for (i, url) in urls.iter().enumerate() {
-        let addr = WorkerAddr::parse(url)
-            .map_err(|e| GatewayError::Config(format!("--worker-urls: {e}")))?;
-        let client = client.clone();
+    for worker in workers {
+        let (registry, client) = (registry.clone(), client.clone());
         set.spawn(async move {
-            let give_up = tokio::time::Instant::now() + deadline;
-            loop {
-                if probe_health(&client, &addr, probe_timeout).await {
-                    return (i, Some(fetch_models(&client, &addr, probe_timeout).await));
-                }
-                let now = tokio::time::Instant::now();
-                if now >= give_up {
-                    return (i, None);
-                }
-                tokio::time::sleep_until((now + Duration::from_millis(250)).min(give_up)).await;
+            if probe_health(&client, &worker.addr, timeout).await {
+                bring_up(&registry, &client, &worker, timeout).await;
             }
+            worker
         });
     }
-    let mut results = vec![None; urls.len()];
+    let mut waiting = Vec::new();
     while let Some(joined) = set.join_next().await {
-        let (i, models) = joined.map_err(|e| GatewayError::Startup(e.to_string()))?;
-        results[i] = models;
-    }
-    if results.iter().all(Option::is_none) {
-        return Err(GatewayError::Startup(format!(
-            "--worker-urls: no worker answered GET /health within --worker-startup-timeout-secs ({}s): {}",
-            deadline.as_secs(),
-            urls.join(" ")
-        )));
-    }
-    for (url, models) in urls.iter().zip(results) {
-        let healthy = models.is_some();
-        if !healthy {
-            tracing::warn!(worker = %url, "worker not reachable at start-up; registered as unhealthy");
+        if let Ok(worker) = joined
+            && worker.awaited()
+        {
+            waiting.push(worker.url.clone());
         }
-        registry.add(url, models.unwrap_or_default(), healthy)?;
     }
-    Ok(())
+    waiting
 }
 
-/// Probes every worker each `settings.interval` until the task is aborted.
-pub(crate) fn spawn_health_checks(
-    registry: Arc<Registry>,
-    client: HttpClient,
-    settings: HealthSettings,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(settings.interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            let mut set = JoinSet::new();
-            for worker in registry.workers() {
-                let client = client.clone();
-                let timeout = settings.timeout;
-                set.spawn(async move {
-                    let ok = probe_health(&client, &worker.addr, timeout).await;
-                    (worker, ok, client)
-                });
-            }
-            while let Some(Ok((worker, ok, client))) = set.join_next().await {
-                recheck(&registry, &client, &worker, ok, settings.timeout).await;
-            }
-            // An open breaker's timeout may have passed: republish availability.
-            registry.refresh();
-        }
-    })
-}
-
-async fn recheck(
+/// A start-up worker answered its first probe: learn its models, then put it in routing at once.
+pub(crate) async fn bring_up(
     registry: &Registry,
     client: &HttpClient,
     worker: &Worker,
-    ok: bool,
     timeout: Duration,
 ) {
-    registry.on_probe(worker, ok);
-    // A worker whose model list is still unknown (its `/v1/models` failed when it joined, or it
-    // joined unhealthy) asks again after every good probe until it answers.
-    let unknown_models = {
-        let state = worker.state();
-        state.health.is_healthy() && state.models.is_empty()
-    };
-    if ok && unknown_models {
-        let models = fetch_models(client, &worker.addr, timeout).await;
-        if !models.is_empty() {
-            registry.set_models(worker, models);
-        }
-    }
+    let models = fetch_models(client, &worker.addr, timeout).await;
+    registry.mark_up(worker, models);
 }

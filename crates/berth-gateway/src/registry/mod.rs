@@ -3,14 +3,18 @@
 //! - `worker.rs`: one registered worker (address, models, health tracker, breaker, stats).
 //! - `view.rs`: the member list (behind one mutex, touched only on membership or availability
 //!   changes) and the [`View`] that the request path reads without locking (`ArcSwap`).
-//! - `health.rs`: HTTP probes (`GET /health`, `GET /v1/models`), start-up waiting and the
-//!   periodic health-check task.
+//! - `health.rs`: HTTP probes (`GET /health`, `GET /v1/models`) and bringing start-up workers
+//!   in without holding up the gateway.
+//! - `checks.rs`: the health-check task: steady probes of healthy workers, fast probes with
+//!   backoff of the others, and the log of start-up workers still awaited.
 
+mod checks;
 mod health;
 mod view;
 mod worker;
 
-pub(crate) use health::{fetch_models, probe_health, spawn_health_checks, startup};
+pub(crate) use checks::spawn_health_checks;
+pub(crate) use health::{fetch_models, first_round, probe_health, register_startup};
 pub(crate) use view::{Registry, View};
 pub(crate) use worker::Worker;
 pub use worker::WorkerAddr;

@@ -213,6 +213,24 @@ impl Registry {
         Some(flipped)
     }
 
+    /// A start-up worker answered: it is healthy now (one good probe, as at start-up), with the
+    /// models it listed (kept unknown when it listed none), and republishes.
+    pub(crate) fn mark_up(&self, worker: &Worker, models: Vec<Arc<str>>) {
+        if !worker.awaited() {
+            return;
+        }
+        {
+            let mut s = worker.state();
+            s.health = start_health(&self.health, true);
+            if !models.is_empty() {
+                s.models = models;
+            }
+        }
+        worker.stop_awaiting();
+        tracing::info!(worker = %worker.url, "worker answered GET /health; in routing");
+        self.refresh();
+    }
+
     /// Sets a worker's models (discovered after it became healthy) and republishes.
     pub(crate) fn set_models(&self, worker: &Worker, models: Vec<Arc<str>>) {
         worker.state().models = models;

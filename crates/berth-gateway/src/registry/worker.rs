@@ -1,6 +1,6 @@
 //! One registered worker.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use http::uri::{Authority, PathAndQuery, Scheme};
@@ -130,6 +130,8 @@ pub(crate) struct Worker {
     pub(crate) stats: Arc<WorkerStats>,
     /// The breaker is closed with no failure counted (a success needs no update).
     pub(crate) breaker_clean: AtomicBool,
+    /// A start-up worker that has not answered yet: its first good probe brings it in.
+    awaited: AtomicBool,
     state: Mutex<WorkerState>,
 }
 
@@ -149,8 +151,24 @@ impl Worker {
             addr,
             stats: Arc::default(),
             breaker_clean: AtomicBool::new(true),
+            awaited: AtomicBool::new(false),
             state: Mutex::new(state),
         })
+    }
+
+    /// Whether this start-up worker has not answered yet.
+    pub(crate) fn awaited(&self) -> bool {
+        self.awaited.load(Ordering::Relaxed)
+    }
+
+    /// Marks a start-up worker as awaited (registered before its first probe).
+    pub(crate) fn await_startup(&self) {
+        self.awaited.store(true, Ordering::Relaxed);
+    }
+
+    /// No longer awaited (it came up, or start-up waiting is over).
+    pub(crate) fn stop_awaiting(&self) {
+        self.awaited.store(false, Ordering::Relaxed);
     }
 
     /// Locks the health/breaker state (never held across an await).

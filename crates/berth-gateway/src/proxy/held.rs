@@ -1,0 +1,86 @@
+//! The request body as the gateway holds it, and the request each attempt sends to a worker.
+
+use bytes::Bytes;
+use http::{Request, header};
+
+use super::headers;
+use super::rank::with_rank;
+use super::replay::Replayable;
+use crate::error::GatewayError;
+use crate::registry::Worker;
+use crate::upstream::UpBody;
+
+/// The request body as the gateway holds it.
+pub(crate) enum Held {
+    /// Read whole before routing: re-sendable.
+    Buffered(Bytes),
+    /// Streamed (kept for retries up to a limit when retries are on).
+    Stream(Replayable),
+}
+
+impl Held {
+    /// The body of the next attempt (`None`: it cannot be re-sent), and its new length when it
+    /// was rewritten for a data-parallel `rank`.
+    fn next(&mut self, rank: Option<u32>) -> Option<(UpBody, Option<usize>)> {
+        match self {
+            Self::Buffered(b) => {
+                let ranked = rank.and_then(|r| with_rank(b, r));
+                let len = ranked.as_ref().map(Bytes::len);
+                Some((UpBody::Full(Some(ranked.unwrap_or_else(|| b.clone()))), len))
+            }
+            Self::Stream(r) => r.attempt().map(|r| (UpBody::Stream(r), None)),
+        }
+    }
+
+    /// The client's streamed body failed (too large, too slow, broken): the client's fault,
+    /// not the worker's.
+    pub(crate) fn client_failure(&self) -> Option<GatewayError> {
+        match self {
+            Self::Buffered(_) => None,
+            Self::Stream(r) => r.client_failure(),
+        }
+    }
+
+    /// The upload still to wait for before the worker's timeout starts (streamed bodies).
+    pub(crate) fn upload(&self) -> Option<&Replayable> {
+        match self {
+            Self::Buffered(_) => None,
+            Self::Stream(r) => Some(r),
+        }
+    }
+
+    pub(crate) fn replayable(&self) -> bool {
+        match self {
+            Self::Buffered(_) => true,
+            Self::Stream(r) => r.replayable(),
+        }
+    }
+}
+
+impl Held {
+    /// The request of the next attempt to `worker` (`None`: the body cannot be re-sent): the
+    /// client's method, path and end-to-end headers, the worker's `Host`, and the body (with the
+    /// worker's data-parallel rank written in, and its new length, when it has one).
+    pub(crate) fn request(
+        &mut self,
+        parts: &http::request::Parts,
+        worker: &Worker,
+    ) -> Result<Option<Request<UpBody>>, GatewayError> {
+        let Some((body, ranked_len)) = self.next(worker.addr.rank()) else {
+            return Ok(None);
+        };
+        let mut up = Request::new(body);
+        *up.method_mut() = parts.method.clone();
+        *up.uri_mut() = worker
+            .addr
+            .origin_uri(parts.uri.path_and_query().map_or("/", |pq| pq.as_str()))
+            .map_err(|e| GatewayError::BadRequest(e.to_string()))?;
+        let mut headers = headers::forward_request_headers(&parts.headers);
+        headers.insert(header::HOST, worker.host_header.clone());
+        if let Some(len) = ranked_len {
+            headers.insert(header::CONTENT_LENGTH, http::HeaderValue::from(len));
+        }
+        *up.headers_mut() = headers;
+        Ok(Some(up))
+    }
+}

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::body::ResBody;
 use crate::error::GatewayError;
-use crate::registry::{Worker, WorkerAddr, fetch_models};
+use crate::registry::{Worker, WorkerAddr, fetch_kv_capacity, fetch_models};
 use crate::routing::BreakerState;
 use crate::state::AppState;
 
@@ -45,6 +45,7 @@ fn describe(state: &AppState, w: &Worker) -> serde_json::Value {
         "circuit_breaker": cb,
         "requests_active": w.stats.in_flight(),
         "routing_keys_active": w.stats.pinned_keys(),
+        "kv_capacity_tokens": w.stats.kv_capacity_tokens(),
     })
 }
 
@@ -79,12 +80,18 @@ pub(crate) async fn add(
     let addr = WorkerAddr::parse(&req.url).map_err(GatewayError::BadRequest)?;
     let timeout = state.config.health.timeout;
     let healthy = crate::registry::probe_health(&state.client, &addr, timeout).await;
-    let models = if healthy {
-        fetch_models(&state.client, &addr, timeout).await
+    let (models, kv) = if healthy {
+        tokio::join!(
+            fetch_models(&state.client, &addr, timeout),
+            fetch_kv_capacity(&state.client, &addr, timeout)
+        )
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     let worker = state.registry.add(&req.url, models, healthy)?;
+    if let Some(tokens) = kv {
+        worker.stats.set_kv_capacity_tokens(tokens);
+    }
     tracing::info!(worker = %worker.url, healthy, "worker added");
     Ok(json(StatusCode::CREATED, &describe(state, &worker)))
 }

@@ -83,10 +83,10 @@ pub struct Args {
     #[arg(long)]
     pub ttft_chars_per_token: Option<f64>,
     /// ttft_aware: a pin moves only when staying is predicted slower than this factor times the
-    /// best other worker (plus --ttft-move-margin-ms) [default: 3].
+    /// best other worker (plus --ttft-move-margin-ms) [default: 2].
     #[arg(long)]
     pub ttft_move_factor: Option<f64>,
-    /// ttft_aware: margin of the move rule, ms [default: 300].
+    /// ttft_aware: margin of the move rule, ms [default: 200].
     #[arg(long)]
     pub ttft_move_margin_ms: Option<f64>,
     /// ttft_aware: a key's pin moves at most once per this many seconds [default: 30].

@@ -133,3 +133,37 @@ async fn the_override_reads_the_rid_and_every_request_ends_its_queue_entry() {
     .await;
     g.gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_workers_kv_capacity_is_learned_from_its_server_info() {
+    let small = berth_sim::SimWorker::builder()
+        .worker_id("small")
+        .model("sim-model")
+        .time_scale(0.0)
+        .kv_capacity_tokens(5000)
+        .spawn_on_loopback()
+        .await;
+    let mut w = sims(1).await;
+    w.push(small);
+    let mut c = config(&w);
+    c.router.policy = PolicyKind::TtftAware;
+    let g = start(c).await;
+    let r = g.client.get("/workers", &[]).await;
+    let caps: std::collections::HashMap<String, serde_json::Value> = r.json()["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["url"].as_str().unwrap().to_owned(),
+                x["kv_capacity_tokens"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(caps[&w[1].url()], 5000);
+    assert!(
+        caps[&w[0].url()].as_u64().is_some_and(|t| t > 0),
+        "{caps:?}"
+    );
+    g.gw.shutdown().await;
+}

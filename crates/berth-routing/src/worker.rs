@@ -27,6 +27,8 @@ pub struct WorkerStats {
     pinned_keys: AtomicU32,
     /// `ttft_aware`'s prefill queue and learned cost model for this worker.
     pub(crate) ttft: TtftStats,
+    /// The worker's KV cache capacity in tokens, when it said (0: unknown).
+    kv_capacity_tokens: std::sync::atomic::AtomicU64,
 }
 
 impl WorkerStats {
@@ -55,6 +57,18 @@ impl WorkerStats {
         self.ttft
             .predict(now.as_secs_f64() * 1000.0, self.in_flight(), 0.0, fallback)
             .ahead_tokens
+    }
+
+    /// Records the worker's KV cache capacity in tokens (SGLang's `max_total_num_tokens`):
+    /// `ttft_aware` then bounds what its prefix index believes the worker holds to that, so a
+    /// prompt the worker must have evicted stops counting as cached there.
+    pub fn set_kv_capacity_tokens(&self, tokens: u64) {
+        self.kv_capacity_tokens.store(tokens, Ordering::Relaxed);
+    }
+
+    /// The worker's KV cache capacity in tokens, if known.
+    pub fn kv_capacity_tokens(&self) -> Option<u64> {
+        Some(self.kv_capacity_tokens.load(Ordering::Relaxed)).filter(|t| *t > 0)
     }
 
     pub(crate) fn begin(&self) {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::health::{bring_up, fetch_models, probe_health};
+use super::health::{bring_up, learn_worker, probe_health};
 use super::{Registry, Worker};
 use crate::config::HealthSettings;
 use crate::routing::WorkerId;
@@ -156,7 +156,7 @@ async fn recheck(
         state.health.is_healthy() && state.models.is_empty()
     };
     if ok && unknown_models {
-        let models = fetch_models(client, &worker.addr, timeout).await;
+        let models = learn_worker(client, &worker.addr, &worker.stats, timeout).await;
         if !models.is_empty() {
             registry.set_models(worker, models);
         }

@@ -53,6 +53,46 @@ pub(crate) async fn fetch_models(
     }
 }
 
+/// The worker's KV cache capacity in tokens from SGLang's `GET /get_server_info`
+/// (`max_total_num_tokens`; berth's sim worker answers it too); `None` when it does not say.
+/// `ttft_aware` bounds what it believes the worker caches by it.
+pub(crate) async fn fetch_kv_capacity(
+    client: &HttpClient,
+    addr: &WorkerAddr,
+    timeout: Duration,
+) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Info {
+        max_total_num_tokens: Option<u64>,
+    }
+    let uri = addr.uri("/get_server_info").ok()?;
+    match upstream::get(client, uri, timeout, MODELS_LIMIT).await {
+        Ok((200..=299, body)) => serde_json::from_slice::<Info>(&body)
+            .ok()?
+            .max_total_num_tokens
+            .filter(|t| *t > 0),
+        _ => None,
+    }
+}
+
+/// Learns what a worker that answered says about itself: its models (returned) and its KV
+/// capacity (recorded in its stats).
+pub(crate) async fn learn_worker(
+    client: &HttpClient,
+    addr: &WorkerAddr,
+    stats: &berth_routing::WorkerStats,
+    timeout: Duration,
+) -> Vec<Arc<str>> {
+    let (models, kv) = tokio::join!(
+        fetch_models(client, addr, timeout),
+        fetch_kv_capacity(client, addr, timeout)
+    );
+    if let Some(tokens) = kv {
+        stats.set_kv_capacity_tokens(tokens);
+    }
+    models
+}
+
 /// Registers the start-up workers at once, not yet healthy and with unknown models, so the
 /// gateway can serve while they come up; each is awaited until its first good probe.
 pub(crate) fn register_startup(
@@ -105,6 +145,6 @@ pub(crate) async fn bring_up(
     worker: &Worker,
     timeout: Duration,
 ) {
-    let models = fetch_models(client, &worker.addr, timeout).await;
+    let models = learn_worker(client, &worker.addr, &worker.stats, timeout).await;
     registry.mark_up(worker, models);
 }

@@ -114,6 +114,13 @@ impl PrefixIndex {
     /// prefix is always more recent than its extensions: eviction removes leaves before the
     /// prefixes they hang from (a kept chunk whose prefix is gone could never match).
     pub(crate) fn insert(&mut self, text: &[u8], worker: WorkerId) {
+        self.insert_capped(text, worker, self.max_per_tenant);
+    }
+
+    /// [`Self::insert`] with this tenant bounded by `cap` characters (at most the index's own
+    /// bound): a worker whose KV capacity is known holds no more than that.
+    pub(crate) fn insert_capped(&mut self, text: &[u8], worker: WorkerId, cap: usize) {
+        let cap = cap.clamp(CHUNK, self.max_per_tenant);
         let tenant = self.tenants.entry(worker).or_default();
         let hashes: Vec<u64> = chunk_hashes(text).collect();
         for &h in hashes.iter().rev() {
@@ -128,7 +135,7 @@ impl PrefixIndex {
             }
             tenant.lru.push_back((h, self.tick));
         }
-        while tenant.chars > self.max_per_tenant {
+        while tenant.chars > cap {
             let Some((h, tick)) = tenant.lru.pop_front() else {
                 break;
             };

@@ -70,8 +70,8 @@ impl Default for TtftConfig {
                 per_decode_ms: 0.5,
             },
             chars_per_token: 4.0,
-            move_factor: 3.0,
-            move_margin_ms: 300.0,
+            move_factor: 2.0,
+            move_margin_ms: 200.0,
             move_interval_secs: 30,
         }
     }
@@ -281,10 +281,14 @@ impl TtftAware {
         snap: &WorkerSnapshot,
         chosen: WorkerId,
     ) -> Option<u64> {
-        if let Some(t) = req.text.filter(|t| !t.is_empty()) {
-            prefix_index::lock(&self.trees.get(req.model)).insert(t, chosen);
-        }
         let stats = snap.stats(chosen)?;
+        if let Some(t) = req.text.filter(|t| !t.is_empty()) {
+            // a worker that said its KV capacity holds no more than that (in index bytes)
+            let cap = stats.kv_capacity_tokens().map_or(usize::MAX, |tokens| {
+                (tokens as f64 * self.bytes_per_token(req)) as usize
+            });
+            prefix_index::lock(&self.trees.get(req.model)).insert_capped(t, chosen, cap);
+        }
         let est = eval.of(chosen)?;
         let streaming = match req.stream {
             Some(true) => Streaming::Yes,

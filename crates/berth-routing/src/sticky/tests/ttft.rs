@@ -462,3 +462,32 @@ fn a_new_session_follows_its_prompt_unless_the_holder_is_clearly_slower() {
     let d = route(&r, &snap, None, &session(3), &[], T0, &mut rng);
     assert_ne!(d.worker, holder);
 }
+
+#[test]
+fn a_worker_is_not_believed_to_cache_more_than_its_kv_capacity() {
+    let f = Fleet::new(2);
+    f.stats[0].set_kv_capacity_tokens(1000);
+    let snap = f.snap(&[]);
+    let r = ttft();
+    let mut rng = Rng::seeded(4);
+    // 2000 tokens sent to worker 0, whose KV holds 1000
+    let long = fresh("a long conversation", 2000);
+    let mut d = route(&r, &snap, None, &long, &[WorkerId(1)], T0, &mut rng);
+    d.lease.first_byte(T0, false);
+    drop(d);
+    let pick = crate::policy::PickRequest {
+        model: Some("m"),
+        text: Some(long.as_bytes()),
+        now: T0,
+        ..Default::default()
+    };
+    let t = r.policy.ttft().unwrap();
+    let e = t.evaluate(&pick, &snap, &[WorkerId(0), WorkerId(1)]);
+    // it keeps the prompt's first 1000 tokens, so at least 1000 must be prefilled again
+    assert!(
+        (e.estimates[0].own_tokens - 1000.0).abs() < 10.0,
+        "{:?}",
+        e.estimates[0]
+    );
+    assert_eq!(e.estimates[1].own_tokens, 2000.0);
+}

@@ -19,12 +19,7 @@ OUT=${OUT:-/tmp/berth-agentic}
 # shellcheck source=scripts/bench-lib.sh
 . "$ROOT/scripts/bench-lib.sh"
 mkdir -p "$OUT"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT
+trap kill_pids EXIT
 (cd "$ROOT" && cargo build --release -q -p berth)
 
 URLS=()

@@ -1,5 +1,12 @@
 # Shared helpers of the benchmark scripts (sourced, not run).
 
+# Processes the script started; `trap kill_pids EXIT` stops them however the script ends.
+PIDS=()
+kill_pids() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+
 wait_http() { # url
     for _ in $(seq 1 300); do
         curl -fsS -o /dev/null "$1" 2>/dev/null && return 0

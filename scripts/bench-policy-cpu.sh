@@ -26,12 +26,7 @@ HZ=$(getconf CLK_TCK)
 . "$ROOT/scripts/bench-lib.sh"
 
 mkdir -p "$OUT"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT
+trap kill_pids EXIT
 command -v wrk >/dev/null || { echo "wrk not found (apt-get install wrk)"; exit 1; }
 (cd "$ROOT" && cargo build --release -q -p berth)
 

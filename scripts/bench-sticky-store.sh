@@ -23,26 +23,15 @@ PINS=${PINS:-1000000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BERTH=$ROOT/target/release/berth
 HZ=$(getconf CLK_TCK)
+# shellcheck source=scripts/bench-lib.sh
+. "$ROOT/scripts/bench-lib.sh"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 mkdir -p "$OUT/redis"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT
+trap kill_pids EXIT
 
 (cd "$ROOT" && cargo build --release -q -p berth)
 
-wait_http() {
-    for _ in $(seq 1 300); do
-        curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "not up: $1" >&2
-    return 1
-}
 
 RP=$((BASE + 1)); W1=$((BASE + 2)); W2=$((BASE + 3))
 OFF1=$((BASE + 10)); OFF2=$((BASE + 12)); ON1=$((BASE + 20)); ON2=$((BASE + 22))
@@ -99,12 +88,6 @@ request = function()
 end
 LUA
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-ms() {
-    awk -v v="$1" 'BEGIN { if (v ~ /us$/) { sub(/us$/, "", v); print v / 1000 }
-        else if (v ~ /ms$/) { sub(/ms$/, "", v); print v + 0 }
-        else if (v ~ /s$/) { sub(/s$/, "", v); print v * 1000 } }'
-}
 run() { # name script conns -> "rps p50_ms p99_ms cpu_us_per_req non2xx"
     local name=$1 script=$2 conns=$3 port c0 c1 f
     case $name in off1) port=$OFF1 ;; on1) port=$ON1 ;; esac

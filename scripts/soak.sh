@@ -47,14 +47,8 @@ trap cleanup EXIT
 
 (cd "$ROOT" && nice -n 10 cargo build --release -q --locked -p berth)
 
-wait_http() { # url
-    for _ in $(seq 1 300); do
-        curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "not up: $1" >&2
-    return 1
-}
+# shellcheck source=scripts/bench-lib.sh
+. "$ROOT/scripts/bench-lib.sh"
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
 plain_log() { sed 's/\x1b\[[0-9;]*m//g' "$1"; }

@@ -7,12 +7,15 @@
 //!
 //! ```text
 //! own(w)  = P - tokens of the prompt's prefix w probably holds (the prefix index)
-//! TTFT(w) = base(w) + per_token(w) x (queued(w) + own(w)) + per_decode(w) x decoding(w)
+//! TTFT(w) = speed(w) x (base + per_token x (queued(w) + own(w)) + per_decode x decoding(w))
 //! ```
 //!
-//! `queued` and `decoding` come from what this gateway sent (see `ttft/cost.rs`), the three
-//! coefficients are learned per worker from observed first-byte times. The least predicted TTFT
-//! wins; exact ties break at random, never by worker order.
+//! `queued` and `decoding` come from what this gateway sent; the three coefficients are the
+//! fleet's, learned from observed first-byte times, and `speed` is a worker's measured deviation
+//! from them (see `ttft/cost.rs`). A worker's share of the prefix index is bounded by the KV
+//! capacity it reports. Placement (new keys, keyless requests): the worker holding the most of
+//! the prompt unless it is clearly slower than the fastest (the move rule below), else the
+//! fastest; near-ties go to the least cached worker, then at random, never by worker order.
 //!
 //! Keys: `ttft_aware` pins keyed requests itself (header keys, and the body `rid` under
 //! `--routing-key-override`), scoped by model and leg. A pinned turn stays on its worker unless

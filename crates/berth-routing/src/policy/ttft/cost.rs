@@ -16,7 +16,7 @@
 //! **Cost model.** Predicted TTFT =
 //! `speed x (base + per_token x (queued + own uncached tokens) + per_decode x decoding)`.
 //! The three coefficients are the fleet's
-(`FleetCost`), learned online from the first-byte times of every streamed response by least
+//! (`FleetCost`), learned online from the first-byte times of every streamed response by least
 //! squares over exponentially weighted sufficient statistics (weight [`LEARN_RATE`] per sample).
 //! The statistics start as one sample's worth of pseudo-data that the starting values (flags)
 //! fit exactly, so the model starts at them and their weight decays like any old sample's (about

@@ -260,4 +260,4 @@ pub(crate) fn forget_removed(e: &mut Entry, snap: &WorkerSnapshot) -> u64 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::key::HeaderList;
+use crate::sticky::tests::keyed;
 use crate::{
-    Branch, Leg, PolicyKind, Rng, RouteRequest, Router, RouterOptions, WorkerEntry, WorkerId,
-    WorkerSnapshot, WorkerStats,
+    Branch, Leg, PolicyKind, Rng, Router, RouterOptions, WorkerEntry, WorkerId, WorkerSnapshot,
+    WorkerStats,
 };
 
 const T0: Duration = Duration::from_secs(1);
@@ -36,17 +37,9 @@ fn router(policy: PolicyKind, override_on: bool) -> Router {
 
 fn route(r: &Router, key: &str, s: &WorkerSnapshot) -> (WorkerId, Option<Branch>) {
     let h = [("x-smg-routing-key", key.as_bytes())];
-    let req = RouteRequest {
-        rid: None,
-        headers: &HeaderList(&h),
-        model: Some("m"),
-        leg: Leg::Regular,
-        text: None,
-        tokens: None,
-        exclude: &[],
-        stream: None,
-    };
-    let d = r.route(&req, s, T0, &mut Rng::seeded(7)).unwrap();
+    let d = r
+        .route(&keyed(&HeaderList(&h)), s, T0, &mut Rng::seeded(7))
+        .unwrap();
     (d.worker, d.branch)
 }
 
@@ -111,17 +104,9 @@ fn a_dropped_pin_is_placed_anew_and_in_flight_counts_survive() {
     let h = r.pin_hash("k", Some("m"), Leg::Regular).unwrap();
     assert!(r.install_pin(h, &[WorkerId(0)], T0, &s));
     let hh = [("x-smg-routing-key", &b"k"[..])];
-    let req = RouteRequest {
-        rid: None,
-        headers: &HeaderList(&hh),
-        model: Some("m"),
-        leg: Leg::Regular,
-        text: None,
-        tokens: None,
-        exclude: &[],
-        stream: None,
-    };
-    let d = r.route(&req, &s, T0, &mut Rng::seeded(1)).unwrap();
+    let d = r
+        .route(&keyed(&HeaderList(&hh)), &s, T0, &mut Rng::seeded(1))
+        .unwrap();
     assert_eq!(d.worker, WorkerId(0));
     assert!(r.drop_pin(h, &s));
     assert!(!r.drop_pin(h, &s));

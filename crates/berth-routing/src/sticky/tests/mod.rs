@@ -84,7 +84,7 @@ pub(super) fn sticky_rr() -> Router {
     router(PolicyKind::RoundRobin, true, None)
 }
 
-pub(super) fn keyed<'a>(headers: &'a HeaderList<'a>) -> RouteRequest<'a> {
+pub(crate) fn keyed<'a>(headers: &'a HeaderList<'a>) -> RouteRequest<'a> {
     RouteRequest {
         rid: None,
         headers,

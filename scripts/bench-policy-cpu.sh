@@ -6,6 +6,11 @@
 # every policy alike. Prints req/s and CPU us/request (utime+stime of the gateway process from
 # /proc) per policy, and the CPU ratio against the first policy (the baseline).
 #
+# Gateway flags can vary instead of (or with) the policy: CONFIGS lists LABEL=POLICY[,FLAG...]
+# entries (commas become spaces), e.g. admission control off vs on, same run:
+#   CONFIGS="off=manual limiter=manual,--max-concurrent-requests,1024" scripts/bench-policy-cpu.sh
+# The first entry is the baseline. Without CONFIGS, each of POLICIES is its own entry.
+#
 # Needs: wrk (apt-get install wrk).
 # Usage: scripts/bench-policy-cpu.sh [DURATION] [CONNS]
 #   POLICIES="manual ttft_aware consistent_hashing" KEYS=1000 WORDS=300 ROUNDS=3
@@ -14,6 +19,7 @@ set -euo pipefail
 DURATION=${1:-10}
 CONNS=${2:-32}
 POLICIES=${POLICIES:-"manual ttft_aware consistent_hashing"}
+CONFIGS=${CONFIGS:-$(for p in $POLICIES; do printf '%s=%s ' "$p" "$p"; done)}
 KEYS=${KEYS:-1000}
 WORDS=${WORDS:-300}
 ROUNDS=${ROUNDS:-3}
@@ -40,14 +46,20 @@ wait_http "http://127.0.0.1:$W1/health"; wait_http "http://127.0.0.1:$W2/health"
 
 declare -A PORT PID
 i=0
-for pol in $POLICIES; do
+LABELS=
+for entry in $CONFIGS; do
+    pol=${entry%%=*}; spec=${entry#*=}; policy=${spec%%,*}
+    extra=$([ "$spec" = "$policy" ] || echo "${spec#*,}" | tr ',' ' ')
+    LABELS="$LABELS $pol"
     port=$((BASE + 10 + 2 * i)); i=$((i + 1))
+    # shellcheck disable=SC2086
     "$BERTH" serve --host 127.0.0.1 --port "$port" --worker-urls "http://127.0.0.1:$W1" \
-        "http://127.0.0.1:$W2" --policy "$pol" --io-threads 1 --prometheus-host 127.0.0.1 \
-        --prometheus-port $((port + 1)) --log-level warn >"$OUT/berth-$pol.log" 2>&1 &
+        "http://127.0.0.1:$W2" --policy "$policy" --io-threads 1 --prometheus-host 127.0.0.1 \
+        --prometheus-port $((port + 1)) --log-level warn $extra >"$OUT/berth-$pol.log" 2>&1 &
     PID[$pol]=$!; PORT[$pol]=$port; PIDS+=($!)
     wait_http "http://127.0.0.1:$port/readiness"
 done
+POLICIES=$LABELS
 
 words=$(printf 'lorem %.0s' $(seq 1 "$WORDS"))
 keyed_chat_lua "$OUT/req.lua" "$KEYS" "$words"
@@ -75,7 +87,7 @@ done
 
 printf "\n== sticky hits: wrk -t1 -c%s, %s s x %s rounds, %s keys, %s-word bodies ==\n" \
     "$CONNS" "$DURATION" "$ROUNDS" "$KEYS" "$WORDS"
-printf "%-20s %10s %12s %10s\n" policy req/s cpu_us/req vs_first
+printf "%-20s %10s %12s %10s\n" config req/s cpu_us/req vs_first
 base=
 for pol in $POLICIES; do
     cpu=$(awk -v t="${TICKS[$pol]}" -v r="${REQS[$pol]}" -v hz="$HZ" 'BEGIN { printf "%.2f", t * 1e6 / hz / r }')
@@ -84,6 +96,7 @@ for pol in $POLICIES; do
         "$cpu" "$(awk -v a="$cpu" -v b="$base" 'BEGIN { printf "%.3f", a / b }')"
 done
 for pol in $POLICIES; do
-    curl -s "http://127.0.0.1:$((PORT[$pol] + 1))/metrics" | grep -E '^smg_router_request_body_path_total' \
+    curl -s "http://127.0.0.1:$((PORT[$pol] + 1))/metrics" \
+        | grep -E '^(smg_router_request_body_path_total|smg_http_rate_limit_total)' \
         | sed "s/^/$pol: /" || true
 done

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 
+use crate::admission::Permit;
 use crate::clock::Clock;
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
@@ -108,6 +109,17 @@ pub struct ProxiedBody {
     pub(crate) guard: Option<RequestGuard>,
     /// A server-sent-event stream: a break ends with an error event (see the module docs).
     pub(crate) sse: Option<SseEnd>,
+    /// The admission permit (`--max-concurrent-requests`), held until the body ends or is
+    /// dropped.
+    pub(crate) permit: Option<Permit>,
+}
+
+/// Keeps `permit` for as long as `resp`'s body lasts: to its end for a worker's body; a
+/// response the gateway made is complete, so the permit goes at once.
+pub(crate) fn hold_permit(resp: &mut http::Response<ResBody>, permit: Permit) {
+    if let ResBody::Proxied(body) = resp.body_mut() {
+        body.permit = Some(permit);
+    }
 }
 
 /// How a broken server-sent-event stream ends.

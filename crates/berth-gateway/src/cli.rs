@@ -164,6 +164,21 @@ pub struct Args {
     /// 0 disables [default: 30].
     #[arg(long)]
     pub request_body_idle_timeout_secs: Option<u64>,
+    /// Generation requests whose responses may be in progress at once; more wait in the queue;
+    /// -1 turns admission control off [default: -1].
+    #[arg(long, allow_negative_numbers = true)]
+    pub max_concurrent_requests: Option<i64>,
+    /// Requests that may wait for --max-concurrent-requests or the rate limit; when full, 429
+    /// queue_full; 0 answers 429 at once [default: 100].
+    #[arg(long)]
+    pub queue_size: Option<usize>,
+    /// Seconds a request may wait in the queue before 429 queue_timeout [default: 60].
+    #[arg(long)]
+    pub queue_timeout_secs: Option<u64>,
+    /// Requests admitted per second (token bucket bursting up to --max-concurrent-requests)
+    /// [default: no rate limit].
+    #[arg(long)]
+    pub rate_limit_tokens_per_second: Option<f64>,
     /// berth: IO threads serving connections, each with its own runtime [default: one per CPU].
     #[arg(long)]
     pub io_threads: Option<usize>,
@@ -273,6 +288,14 @@ impl Args {
             request_body_idle_timeout_secs: self
                 .request_body_idle_timeout_secs
                 .or(file.request_body_idle_timeout_secs),
+            max_concurrent_requests: self
+                .max_concurrent_requests
+                .or(file.max_concurrent_requests),
+            queue_size: self.queue_size.or(file.queue_size),
+            queue_timeout_secs: self.queue_timeout_secs.or(file.queue_timeout_secs),
+            rate_limit_tokens_per_second: self
+                .rate_limit_tokens_per_second
+                .or(file.rate_limit_tokens_per_second),
             config: self.config,
         }
     }
@@ -413,6 +436,18 @@ impl GatewayConfig {
         }
         if let Some(secs) = args.request_body_idle_timeout_secs {
             c.body_timeouts.idle = (secs > 0).then(|| Duration::from_secs(secs));
+        }
+        if let Some(n) = args.max_concurrent_requests {
+            // SMG's convention: -1 (any value below 1) turns the limit off.
+            c.admission.max_concurrent = (n > 0).then(|| u32::try_from(n).unwrap_or(u32::MAX));
+        }
+        set(&mut c.admission.queue_size, args.queue_size);
+        set(
+            &mut c.admission.queue_timeout,
+            args.queue_timeout_secs.map(Duration::from_secs),
+        );
+        if args.rate_limit_tokens_per_second.is_some() {
+            c.admission.rate = args.rate_limit_tokens_per_second;
         }
         c.api_key = args.api_key.clone().map(Secret);
         c.admin_api_key = args.admin_api_key.clone().map(Secret);

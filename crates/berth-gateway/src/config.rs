@@ -9,6 +9,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::admission::AdmissionSettings;
 use crate::error::GatewayError;
 use crate::routing::{Router, RouterOptions};
 use crate::store::StoreSettings;
@@ -59,6 +60,10 @@ pub mod defaults {
     pub const REQUEST_BODY_TIMEOUT_SECS: u64 = 300;
     /// `--request-body-idle-timeout-secs`.
     pub const REQUEST_BODY_IDLE_TIMEOUT_SECS: u64 = 30;
+    /// `--queue-size` (SMG's).
+    pub const QUEUE_SIZE: usize = 100;
+    /// `--queue-timeout-secs` (SMG's).
+    pub const QUEUE_TIMEOUT_SECS: u64 = 60;
 }
 
 /// A string that never shows up in `Debug` output or logs (API keys).
@@ -131,6 +136,8 @@ pub struct GatewayConfig {
     pub sticky_store: Option<StoreSettings>,
     /// Limits on how long the gateway waits for a client's request body.
     pub body_timeouts: BodyTimeouts,
+    /// Admission control for generation routes (off unless a limit is set).
+    pub admission: AdmissionSettings,
 }
 
 /// How long the gateway waits for a client's request body. Time spent here is the client's:
@@ -177,6 +184,12 @@ impl GatewayConfig {
             body_timeouts: BodyTimeouts {
                 total: Some(Duration::from_secs(REQUEST_BODY_TIMEOUT_SECS)),
                 idle: Some(Duration::from_secs(REQUEST_BODY_IDLE_TIMEOUT_SECS)),
+            },
+            admission: AdmissionSettings {
+                max_concurrent: None,
+                queue_size: QUEUE_SIZE,
+                queue_timeout: Duration::from_secs(QUEUE_TIMEOUT_SECS),
+                rate: None,
             },
         }
     }
@@ -235,6 +248,25 @@ impl GatewayConfig {
         }
         if self.admin_api_key.as_ref().is_some_and(|k| k.0.is_empty()) {
             return bad("--admin-api-key", "must not be empty");
+        }
+        let adm = &self.admission;
+        if adm.max_concurrent == Some(0) {
+            return bad(
+                "--max-concurrent-requests",
+                "must be at least 1 (-1 turns the limit off)",
+            );
+        }
+        if adm.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+            return bad(
+                "--rate-limit-tokens-per-second",
+                "must be a positive number of requests per second",
+            );
+        }
+        if adm.enabled() && adm.queue_size > 0 && adm.queue_timeout.is_zero() {
+            return bad(
+                "--queue-timeout-secs",
+                "must be at least 1 while requests may queue (or set --queue-size 0)",
+            );
         }
         Ok(())
     }

@@ -80,6 +80,10 @@ pub enum GatewayError {
     /// The client's request stream broke while the gateway was reading it.
     #[error("error reading the request body: {0}")]
     ClientBody(String),
+    /// Admission control turned the request away (`--max-concurrent-requests`, `--queue-size`,
+    /// `--queue-timeout-secs`, `--rate-limit-tokens-per-second`).
+    #[error("{0}")]
+    Overloaded(crate::admission::Rejection),
     /// `DELETE /sticky/{key}` could not reach the shared pin store (the local pin was dropped).
     #[error("the sticky store is unavailable: the local pin was dropped, the shared one was not")]
     StoreUnavailable,
@@ -115,6 +119,10 @@ pub enum ErrorCode {
     RequestBodyTimeout,
     /// 413: body over `--max-payload-size`.
     PayloadTooLarge,
+    /// 429: no admission permit free and the admission queue full.
+    QueueFull,
+    /// 429: waited `--queue-timeout-secs` in the admission queue.
+    QueueTimeout,
     /// 502: connect or transport failure to the worker.
     UpstreamConnectionFailed,
     /// 502 (in an SSE error event): the worker's stream broke mid-way.
@@ -142,6 +150,8 @@ impl ErrorCode {
             Self::MethodNotAllowed => "method_not_allowed",
             Self::RequestBodyTimeout => "request_body_timeout",
             Self::PayloadTooLarge => "payload_too_large",
+            Self::QueueFull => "queue_full",
+            Self::QueueTimeout => "queue_timeout",
             Self::UpstreamConnectionFailed => "upstream_connection_failed",
             Self::UpstreamStreamError => "upstream_stream_error",
             Self::NoAvailableWorkers => "no_available_workers",
@@ -162,6 +172,7 @@ impl ErrorCode {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::RequestBodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::QueueFull | Self::QueueTimeout => StatusCode::TOO_MANY_REQUESTS,
             Self::UpstreamConnectionFailed | Self::UpstreamStreamError => StatusCode::BAD_GATEWAY,
             Self::NoAvailableWorkers | Self::StickyStoreUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -177,6 +188,7 @@ impl ErrorCode {
             401 => "authentication_error",
             404 => "not_found_error",
             413 => "request_too_large",
+            429 => "rate_limit_error",
             400..=499 => "invalid_request_error",
             _ => "server_error",
         }
@@ -201,6 +213,10 @@ impl GatewayError {
             Self::UpstreamStream { .. } => ErrorCode::UpstreamStreamError,
             Self::NoAvailableWorkers => ErrorCode::NoAvailableWorkers,
             Self::StoreUnavailable => ErrorCode::StickyStoreUnavailable,
+            Self::Overloaded(r) => match r.kind {
+                crate::admission::RejectionKind::QueueFull => ErrorCode::QueueFull,
+                crate::admission::RejectionKind::QueueTimeout => ErrorCode::QueueTimeout,
+            },
             Self::Config(_) | Self::Startup(_) | Self::Io(_) => ErrorCode::Internal,
         }
     }
@@ -250,6 +266,9 @@ impl GatewayError {
         if code == ErrorCode::NoAvailableWorkers {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
+        if let Self::Overloaded(r) = self {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(r.retry_after_secs));
+        }
         if code == ErrorCode::Unauthorized {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
@@ -276,8 +295,16 @@ mod tests {
             },
             GatewayError::NoAvailableWorkers,
             GatewayError::UpstreamTimeout("w".into()),
+            GatewayError::Overloaded(crate::admission::Rejection {
+                kind: crate::admission::RejectionKind::QueueTimeout,
+                retry_after_secs: 3,
+                max_concurrent: Some(1),
+                queue_size: 1,
+                queue_timeout: std::time::Duration::from_secs(1),
+                rate: None,
+            }),
         ];
-        let expected = [400, 400, 401, 404, 413, 408, 502, 503, 504];
+        let expected = [400, 400, 401, 404, 413, 408, 502, 503, 504, 429];
         for (e, status) in errs.iter().zip(expected) {
             let r = e.to_response();
             assert_eq!(r.status().as_u16(), status);
@@ -288,6 +315,10 @@ mod tests {
                 .to_str()
                 .unwrap();
             assert_eq!(code, e.code().as_str());
+            if status == 429 {
+                assert_eq!(r.headers()[header::RETRY_AFTER], "3");
+                assert_eq!(code, "queue_timeout");
+            }
         }
     }
 

@@ -9,6 +9,7 @@
 //! - `service.rs`: method/path dispatch and inbound auth; `admin.rs`: `/workers`.
 //! - `proxy/`: the request path (body path, routing decision, forwarding, retries, streaming).
 //! - `registry/`: workers, health checks, circuit breakers, the lock-free worker view.
+//! - [`admission`]: `--max-concurrent-requests`, the admission queue, the rate bucket.
 //! - [`error`]: the one error enum and its one mapping to HTTP.
 //! - [`metrics`]: Prometheus metrics with SMG's names.
 //! - [`model_scan`]: finding a streamed body's top-level `model` without buffering it.
@@ -20,6 +21,7 @@
 //! Routing itself (keys, pins, policies, breaker and health state machines) is the routing
 //! core's; this crate does IO around it and never decides placement itself.
 
+pub mod admission;
 pub mod body;
 pub mod cli;
 pub mod clock;
@@ -34,6 +36,7 @@ mod eviction;
 mod pool;
 mod proxy;
 mod registry;
+mod request_body;
 mod service;
 mod state;
 mod store;

@@ -24,6 +24,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
+use crate::admission::Admission;
 use crate::clock::Clock;
 use crate::config::GatewayConfig;
 use crate::error::GatewayError;
@@ -101,8 +102,13 @@ impl GatewayBuilder {
             )),
             None => None,
         };
+        let admission = config
+            .admission
+            .enabled()
+            .then(|| Admission::new(config.admission, metrics.admission.clone()));
         let state = Arc::new(AppState {
             store,
+            admission,
             router,
             registry: registry.clone(),
             client: client.clone(),

@@ -2,6 +2,7 @@
 //!
 //! Generation routes need `--api-key` when set; `/workers` and `/sticky/{key}` need
 //! `--admin-api-key` (or, without it, `--api-key`) when set; `/v1/models` and the health routes stay open.
+//! Generation routes then pass admission control (`admission/`) when a limit is configured.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -10,10 +11,12 @@ use http::{HeaderMap, Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 
 use crate::admin;
-use crate::body::ResBody;
+use crate::admission;
+use crate::body::{self, ResBody};
 use crate::config::Secret;
 use crate::error::GatewayError;
 use crate::proxy::{Endpoint, proxy};
+use crate::request_body::ClientBody;
 use crate::state::{AppState, IoCtx};
 use crate::store;
 
@@ -30,7 +33,23 @@ pub(crate) async fn handle(
         if !authorized(req.headers(), state.config.api_key.as_ref()) {
             return Ok(GatewayError::Unauthorized.to_response());
         }
-        return Ok(proxy(state, &io.pool, endpoint, req).await);
+        let (parts, body) = req.into_parts();
+        let mut body = ClientBody::new(body);
+        let permit = match &state.admission {
+            None => None,
+            Some(adm) => match admission::admit(adm, &mut body).await {
+                Ok(permit) => Some(permit),
+                Err(err) => {
+                    tracing::debug!(code = err.code().as_str(), error = %err, "request not admitted");
+                    return Ok(err.to_response());
+                }
+            },
+        };
+        let mut resp = proxy(state, &io.pool, endpoint, Request::from_parts(parts, body)).await;
+        if let Some(permit) = permit {
+            body::hold_permit(&mut resp, permit);
+        }
+        return Ok(resp);
     }
     Ok(other(state, req).await.unwrap_or_else(|e| e.to_response()))
 }

@@ -4,6 +4,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::admission::Admission;
 use crate::clock::Clock;
 use crate::config::GatewayConfig;
 use crate::metrics::Metrics;
@@ -23,6 +24,8 @@ pub(crate) struct AppState {
     pub(crate) clock: Arc<Clock>,
     /// The shared pin store (`--sticky-store`), if configured.
     pub(crate) store: Option<Arc<Store>>,
+    /// Admission control, if any limit is configured.
+    pub(crate) admission: Option<Arc<Admission>>,
 }
 
 /// What one IO thread's connections share: the state and that thread's worker connections (so

@@ -134,6 +134,63 @@ fn bad_configuration_is_refused_naming_the_flag() {
 }
 
 #[test]
+fn admission_flags_follow_smg() {
+    let w = ["--worker-urls", "http://127.0.0.1:1"];
+    let off = GatewayConfig::from_args(&parse(&w)).unwrap();
+    assert!(!off.admission.enabled(), "off by default, as in SMG");
+    assert_eq!(off.admission.queue_size, 100);
+    assert_eq!(off.admission.queue_timeout, Duration::from_secs(60));
+    let minus = parse(&[w[0], w[1], "--max-concurrent-requests", "-1"]);
+    assert!(
+        !GatewayConfig::from_args(&minus)
+            .unwrap()
+            .admission
+            .enabled()
+    );
+    let on = parse(&[
+        w[0],
+        w[1],
+        "--max-concurrent-requests",
+        "64",
+        "--queue-size",
+        "0",
+        "--queue-timeout-secs",
+        "5",
+        "--rate-limit-tokens-per-second",
+        "12.5",
+    ]);
+    let a = GatewayConfig::from_args(&on).unwrap().admission;
+    assert_eq!(a.max_concurrent, Some(64));
+    assert_eq!(a.queue_size, 0);
+    assert_eq!(a.queue_timeout, Duration::from_secs(5));
+    assert_eq!(a.rate, Some(12.5));
+    assert_eq!(a.burst(), 64.0);
+    let bad_rate = [w[0], w[1], "--rate-limit-tokens-per-second", "0"];
+    assert!(refused(&bad_rate).contains("--rate-limit-tokens-per-second"));
+    let bad_timeout = [
+        w[0],
+        w[1],
+        "--max-concurrent-requests",
+        "4",
+        "--queue-timeout-secs",
+        "0",
+    ];
+    assert!(refused(&bad_timeout).contains("--queue-timeout-secs"));
+    let path = std::env::temp_dir().join(format!("berth-adm-{}.toml", std::process::id()));
+    std::fs::write(
+        &path,
+        "worker-urls = [\"http://f:1\"]\nmax-concurrent-requests = 8\nqueue-size = 3\n",
+    )
+    .unwrap();
+    let a = parse(&["--config", path.to_str().unwrap()])
+        .resolve()
+        .unwrap();
+    let c = GatewayConfig::from_args(&a).unwrap().admission;
+    assert_eq!((c.max_concurrent, c.queue_size), (Some(8), 3));
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
 fn the_config_file_fills_what_the_command_line_leaves_out() {
     let path = std::env::temp_dir().join(format!("berth-gw-{}.toml", std::process::id()));
     std::fs::write(

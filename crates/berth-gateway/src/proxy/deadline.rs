@@ -8,9 +8,9 @@
 //! [`BodyDeadline`] while the worker's connection pulls the body). Neither counts against the
 //! worker's breaker, is retried, or is reported as `upstream_timeout`.
 
+use crate::request_body::ClientBody;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use tokio::time::Instant;
 
 use crate::config::BodyTimeouts;
@@ -66,7 +66,7 @@ impl BodyDeadline {
 
 /// Reads a whole body of at most `max` bytes within `deadline`.
 pub(crate) async fn read_body(
-    mut body: Incoming,
+    mut body: ClientBody,
     max: usize,
     deadline: BodyDeadline,
 ) -> Result<Bytes, GatewayError> {

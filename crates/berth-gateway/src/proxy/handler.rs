@@ -33,6 +33,7 @@ use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, BranchLabels, RequestLabels, SourceLabels, StatusLabels};
 use crate::pool::{Conn, Fresh, Pool, Reuse};
 use crate::registry::{View, Worker};
+use crate::request_body::ClientBody;
 use crate::routing::{
     BodyPath, Branch, Decision, Error as RouteError, Leg, Outcome, PolicyKind, RouteRequest,
     WorkerId, is_retryable_status, parse_routing_tokens,
@@ -45,7 +46,7 @@ pub(crate) async fn proxy(
     state: &Arc<AppState>,
     pool: &Arc<Pool>,
     endpoint: Endpoint,
-    req: Request<Incoming>,
+    req: Request<ClientBody>,
 ) -> Response<ResBody> {
     let start = Instant::now();
     match forward(state, pool, endpoint, req, start).await {
@@ -61,7 +62,7 @@ async fn forward(
     state: &Arc<AppState>,
     pool: &Arc<Pool>,
     endpoint: Endpoint,
-    req: Request<Incoming>,
+    req: Request<ClientBody>,
     start: Instant,
 ) -> Result<Response<ResBody>, GatewayError> {
     let (parts, body) = req.into_parts();
@@ -371,6 +372,7 @@ fn respond(
             inner: incoming,
             guard: Some(guard),
             sse,
+            permit: None,
         })),
     )
 }

@@ -10,9 +10,9 @@
 
 use std::sync::Arc;
 
+use crate::request_body::ClientBody;
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use tokio::time::Instant;
 
 use super::deadline::BodyDeadline;
@@ -45,7 +45,7 @@ impl Lookahead {
 /// Reads `body` until its model is known, it ends, or [`LOOKAHEAD_LIMIT`] bytes are held, within
 /// the body's deadline and `--max-payload-size`.
 pub(crate) async fn read_ahead(
-    body: &mut Incoming,
+    body: &mut ClientBody,
     max: usize,
     deadline: BodyDeadline,
 ) -> Result<Lookahead, GatewayError> {

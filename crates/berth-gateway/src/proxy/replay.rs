@@ -22,9 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::request_body::ClientBody;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 
@@ -39,7 +39,7 @@ pub(crate) const CAPTURE_LIMIT: usize = 256 * 1024;
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 struct State {
-    source: Option<Incoming>,
+    source: Option<ClientBody>,
     kept: Vec<Bytes>,
     kept_len: usize,
     capture_limit: usize,
@@ -101,7 +101,7 @@ impl Replayable {
     /// for retries (0: no retries), cutting it off past `max_len` bytes, when `deadline` passes
     /// waiting on the client, or when `late_check` finds a model no worker serves.
     pub(crate) fn new(
-        source: Incoming,
+        source: ClientBody,
         ahead: Lookahead,
         late_check: Option<LateCheck>,
         capture_limit: usize,

@@ -133,11 +133,40 @@ pub enum ErrorCode {
     UpstreamTimeout,
     /// 503: `DELETE /sticky/{key}` could not reach the shared pin store.
     StickyStoreUnavailable,
-    /// 500: a start-up or IO failure (never expected on the request path).
+    /// 500: a start-up or IO failure (never expected on the request path). Keep it the last
+    /// variant ([`ErrorCode::ALL`]'s test relies on it).
     Internal,
 }
 
 impl ErrorCode {
+    /// Every code.
+    pub const ALL: [ErrorCode; 17] = [
+        Self::JsonParseError,
+        Self::MissingRoutingKey,
+        Self::BadRequest,
+        Self::Unauthorized,
+        Self::ModelNotFound,
+        Self::NotFound,
+        Self::MethodNotAllowed,
+        Self::RequestBodyTimeout,
+        Self::PayloadTooLarge,
+        Self::QueueFull,
+        Self::QueueTimeout,
+        Self::UpstreamConnectionFailed,
+        Self::UpstreamStreamError,
+        Self::NoAvailableWorkers,
+        Self::UpstreamTimeout,
+        Self::StickyStoreUnavailable,
+        Self::Internal,
+    ];
+
+    /// The code whose wire name this is.
+    pub fn from_wire(name: &[u8]) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str().as_bytes() == name)
+    }
+
     /// The wire name (JSON `code` and `x-smg-error-code`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -320,6 +349,16 @@ mod tests {
                 assert_eq!(code, "queue_timeout");
             }
         }
+    }
+
+    #[test]
+    fn all_lists_every_code_in_order_and_wire_names_round_trip() {
+        assert_eq!(ErrorCode::ALL.len(), ErrorCode::Internal as usize + 1);
+        for (i, c) in ErrorCode::ALL.into_iter().enumerate() {
+            assert_eq!(c as usize, i);
+            assert_eq!(ErrorCode::from_wire(c.as_str().as_bytes()), Some(c));
+        }
+        assert_eq!(ErrorCode::from_wire(b"nope"), None);
     }
 
     #[test]

@@ -56,6 +56,11 @@ pub(crate) struct RequestLabels {
 pub(crate) struct StatusLabels {
     pub(crate) status_code: u16,
 }
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ResponseLabels {
+    pub(crate) status_code: u16,
+    pub(crate) error_code: &'static str,
+}
 
 /// Every metric the gateway exports.
 #[derive(Debug)]
@@ -72,6 +77,7 @@ pub struct Metrics {
     pub(crate) duration: Histogram,
     pub(crate) ttft: Histogram,
     pub(crate) upstream_status: Family<StatusLabels, Counter>,
+    responses: Family<ResponseLabels, Counter>,
     pub(crate) retries: Counter,
     pub(crate) stale_resends: Counter,
     pub(crate) stream_errors: Counter,
@@ -106,6 +112,7 @@ impl Metrics {
             duration: hist(),
             ttft: hist(),
             upstream_status: Family::default(),
+            responses: Family::default(),
             retries: Counter::default(),
             stale_resends: Counter::default(),
             stream_errors: Counter::default(),
@@ -170,6 +177,12 @@ impl Metrics {
             m.upstream_status.clone(),
         );
         registry.register(
+            "smg_http_responses",
+            "Responses to clients by status and gateway error code (none: a worker's response or \
+             a gateway success)",
+            m.responses.clone(),
+        );
+        registry.register(
             "smg_router_retries",
             "Requests re-sent to another worker",
             m.retries.clone(),
@@ -211,6 +224,20 @@ impl Metrics {
             m.ttft_queued.clone(),
         );
         Self { registry, ..m }
+    }
+
+    /// Counts a response to a client: its status, and the gateway's error code if it made one.
+    pub(crate) fn response(&self, status: http::StatusCode, headers: &http::HeaderMap) {
+        let error_code = headers
+            .get(crate::error::ERROR_CODE_HEADER)
+            .and_then(|v| crate::error::ErrorCode::from_wire(v.as_bytes()))
+            .map_or("none", crate::error::ErrorCode::as_str);
+        self.responses
+            .get_or_create(&ResponseLabels {
+                status_code: status.as_u16(),
+                error_code,
+            })
+            .inc();
     }
 
     /// Prometheus text exposition, after refreshing the scrape-time figures.

@@ -20,11 +20,18 @@ use crate::request_body::ClientBody;
 use crate::state::{AppState, IoCtx};
 use crate::store;
 
-/// Serves one request. Never fails: every error is a response.
+/// Serves one request. Never fails: every error is a response, counted in
+/// `smg_http_responses_total` with its status and code.
 pub(crate) async fn handle(
     io: Arc<IoCtx>,
     req: Request<Incoming>,
 ) -> Result<Response<ResBody>, Infallible> {
+    let Ok(resp) = serve(&io, req).await;
+    io.state.metrics.response(resp.status(), resp.headers());
+    Ok(resp)
+}
+
+async fn serve(io: &Arc<IoCtx>, req: Request<Incoming>) -> Result<Response<ResBody>, Infallible> {
     let state = &io.state;
     if let Some(endpoint) = Endpoint::from_path(req.uri().path()) {
         if req.method() != Method::POST {

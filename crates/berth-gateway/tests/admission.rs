@@ -106,6 +106,20 @@ async fn a_burst_over_the_bound_gets_429_and_the_admitted_ones_finish() {
         sample(&m, r#"berth_admission_rejected_total{reason="queue_full"}"#),
         Some(4.0)
     );
+    assert_eq!(
+        sample(
+            &m,
+            r#"smg_http_responses_total{status_code="429",error_code="queue_full"}"#
+        ),
+        Some(4.0)
+    );
+    assert_eq!(
+        sample(
+            &m,
+            r#"smg_http_responses_total{status_code="200",error_code="none"}"#
+        ),
+        Some(2.0)
+    );
     assert_eq!(g.client.chat(&[], chat_body(None)).await.status, 200);
 }
 

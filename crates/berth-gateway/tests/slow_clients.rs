@@ -142,6 +142,14 @@ async fn slow_uploads_get_408_while_normal_traffic_flows() {
             assert!(answer.contains("--request-body-timeout-secs"), "{answer}");
         }
         assert_no_worker_charged(&g).await;
+        // Client-side failures are counted as such.
+        assert_eq!(
+            sample(
+                &metrics(&g.gw).await,
+                r#"smg_http_responses_total{status_code="408",error_code="request_body_timeout"}"#
+            ),
+            Some(12.0)
+        );
         assert_eq!(g.client.chat(&[], chat_body(None)).await.status, 200);
         g.gw.shutdown().await;
     }

@@ -21,7 +21,7 @@ use hyper::body::Incoming;
 
 use crate::admission::Permit;
 use crate::clock::Clock;
-use crate::error::GatewayError;
+use crate::error::{GatewayError, SseStyle};
 use crate::metrics::Metrics;
 use crate::pool::Conn;
 use crate::registry::{Registry, Worker};
@@ -131,6 +131,17 @@ pub(crate) struct SseEnd {
     pub(crate) at_boundary: bool,
     /// The error event has been sent: the body is over.
     pub(crate) ended: bool,
+    /// The stream's dialect (set from the endpoint by [`set_sse_style`]).
+    pub(crate) style: SseStyle,
+}
+
+/// Makes a broken stream in `resp` end with an error event of this dialect.
+pub(crate) fn set_sse_style(resp: &mut http::Response<ResBody>, style: SseStyle) {
+    if let ResBody::Proxied(body) = resp.body_mut()
+        && let Some(sse) = body.sse.as_mut()
+    {
+        sse.style = style;
+    }
 }
 
 impl SseEnd {
@@ -139,6 +150,7 @@ impl SseEnd {
             worker,
             at_boundary: true,
             ended: false,
+            style: SseStyle::OpenAi,
         }
     }
 }
@@ -196,7 +208,7 @@ impl Body for ResBody {
                                 reason: e.to_string(),
                             };
                             tracing::warn!(error = %err, "worker stream broke; ending it with an error event");
-                            let event = err.to_sse_event(!sse.at_boundary);
+                            let event = err.to_sse_event(!sse.at_boundary, sse.style);
                             return Poll::Ready(Some(Ok(Frame::data(event))));
                         }
                     }

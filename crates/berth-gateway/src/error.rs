@@ -11,6 +11,16 @@ use http::{HeaderValue, Response, StatusCode, header};
 
 use crate::body::ResBody;
 
+/// The event dialect of a server-sent event stream (for the gateway's closing error event).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SseStyle {
+    /// OpenAI and SGLang streams (`data:` lines only).
+    #[default]
+    OpenAi,
+    /// Anthropic Messages streams (`/v1/messages`: named events).
+    Anthropic,
+}
+
 /// Name of the header that carries [`ErrorCode::as_str`] on every gateway-made error.
 pub const ERROR_CODE_HEADER: &str = "x-smg-error-code";
 
@@ -272,12 +282,27 @@ impl GatewayError {
         })
     }
 
-    /// The error as one server-sent event, `data: {"error": {...}}`, for a stream whose status
-    /// and first events have already gone out: SDKs raise it as an API error. With
+    /// The error as one server-sent event for a stream whose status and first events have
+    /// already gone out, in the stream's own dialect so SDKs raise it as an API error: OpenAI's
+    /// `data: {"error": {...}}` (the gateway's shape), or Anthropic's `event: error` with
+    /// `{"type": "error", "error": {"type": "api_error", "message", "code"}}`. With
     /// `mid_event`, blank lines first end the worker's half-sent event.
-    pub fn to_sse_event(&self, mid_event: bool) -> Bytes {
+    pub fn to_sse_event(&self, mid_event: bool, style: SseStyle) -> Bytes {
         let prefix = if mid_event { "\n\n" } else { "" };
-        Bytes::from(format!("{prefix}data: {}\n\n", self.body()))
+        match style {
+            SseStyle::OpenAi => Bytes::from(format!("{prefix}data: {}\n\n", self.body())),
+            SseStyle::Anthropic => {
+                let body = serde_json::json!({
+                    "type": "error",
+                    "error": {
+                        "type": "api_error",
+                        "message": self.to_string(),
+                        "code": self.code().as_str(),
+                    }
+                });
+                Bytes::from(format!("{prefix}event: error\ndata: {body}\n\n"))
+            }
+        }
     }
 
     /// The HTTP response for this error: the only place a gateway error becomes HTTP.
@@ -367,7 +392,7 @@ mod tests {
             worker: "http://w".into(),
             reason: "connection closed".into(),
         };
-        let ev = e.to_sse_event(false);
+        let ev = e.to_sse_event(false, SseStyle::OpenAi);
         let text = std::str::from_utf8(&ev).unwrap();
         let json = text
             .strip_prefix("data: ")
@@ -376,7 +401,20 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(json).unwrap();
         assert_eq!(v["error"]["code"], "upstream_stream_error");
         assert_eq!(v["error"]["type"], "server_error");
-        assert!(e.to_sse_event(true).starts_with(b"\n\ndata: "));
+        assert!(
+            e.to_sse_event(true, SseStyle::OpenAi)
+                .starts_with(b"\n\ndata: ")
+        );
+        let ev = e.to_sse_event(false, SseStyle::Anthropic);
+        let text = std::str::from_utf8(&ev).unwrap();
+        let json = text
+            .strip_prefix("event: error\ndata: ")
+            .and_then(|t| t.strip_suffix("\n\n"))
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(v["type"], "error");
+        assert_eq!(v["error"]["type"], "api_error");
+        assert_eq!(v["error"]["code"], "upstream_stream_error");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::admin;
 use crate::admission;
 use crate::body::{self, ResBody};
 use crate::config::Secret;
-use crate::error::GatewayError;
+use crate::error::{GatewayError, SseStyle};
 use crate::proxy::{Endpoint, proxy};
 use crate::request_body::ClientBody;
 use crate::state::{AppState, IoCtx};
@@ -55,6 +55,9 @@ async fn serve(io: &Arc<IoCtx>, req: Request<Incoming>) -> Result<Response<ResBo
         let mut resp = proxy(state, &io.pool, endpoint, Request::from_parts(parts, body)).await;
         if let Some(permit) = permit {
             body::hold_permit(&mut resp, permit);
+        }
+        if endpoint == Endpoint::Messages {
+            body::set_sse_style(&mut resp, SseStyle::Anthropic);
         }
         return Ok(resp);
     }

@@ -102,3 +102,40 @@ async fn a_broken_stream_ends_with_one_error_event_and_counts_against_the_worker
         g.gw.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn a_broken_messages_stream_ends_with_an_anthropic_error_event() {
+    let w = sims(1).await;
+    w[0].set_drop_after_chunks(Some(3));
+    let g = start(config(&w)).await;
+    let body = serde_json::json!({
+        "model": "sim-model", "stream": true, "max_tokens": 50,
+        "messages": [{"role": "user", "content": "tell me a story"}]
+    });
+    let (status, text) = read_all(g.gw.addr(), "/v1/messages", body).await;
+    assert_eq!(status, 200);
+    let text = text.unwrap_or_else(|e| panic!("the transfer broke: {e}"));
+    assert!(
+        text.starts_with("event: "),
+        "the worker's events came first: {text}"
+    );
+    let last = text
+        .split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .last()
+        .unwrap()
+        .trim();
+    let data = last
+        .strip_prefix("event: error\ndata: ")
+        .unwrap_or_else(|| panic!("Anthropic's error event: {last}"));
+    let err: serde_json::Value = serde_json::from_str(data).unwrap();
+    assert_eq!(err["type"], "error");
+    assert_eq!(err["error"]["type"], "api_error");
+    assert_eq!(err["error"]["code"], "upstream_stream_error");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&w[0].url())
+    );
+}

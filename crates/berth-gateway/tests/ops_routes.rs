@@ -187,7 +187,11 @@ async fn flush_cache_and_get_loads_ask_every_worker_behind_the_admin_key() {
         401
     );
     assert_eq!(g.client.get("/get_loads", &[]).await.status, 401);
-    assert_eq!(g.client.get("/flush_cache", &[ADMIN]).await.status, 405);
+    let wrong = g.client.get("/flush_cache", &[ADMIN]).await;
+    assert_eq!(wrong.status, 405);
+    assert_eq!(wrong.headers["allow"], "POST");
+    let wrong = g.client.send(Method::PUT, "/workers", &[ADMIN], "").await;
+    assert_eq!(wrong.headers["allow"], "GET, POST");
 
     let flushed = g
         .client

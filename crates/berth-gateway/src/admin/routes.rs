@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use http::{Method, Request, Response, StatusCode};
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 
 use super::{fanout, info, legacy, workers};
@@ -163,7 +163,14 @@ pub(crate) async fn serve(
     }
     let method = req.method().clone();
     if !route.methods().contains(&method) {
-        return Err(GatewayError::MethodNotAllowed(method.to_string()));
+        // The error's usual response, plus the `Allow` header RFC 9110 asks of a 405 (SMG sends
+        // it too), from the route table.
+        let mut resp = GatewayError::MethodNotAllowed(method.to_string()).to_response();
+        let allow: Vec<&str> = route.methods().iter().map(Method::as_str).collect();
+        if let Ok(v) = HeaderValue::from_str(&allow.join(", ")) {
+            resp.headers_mut().insert(header::ALLOW, v);
+        }
+        return Ok(resp);
     }
     let query = req.uri().query().map(str::to_owned);
     let query = query.as_deref();

@@ -223,6 +223,8 @@ async fn flush_cache_and_get_loads_ask_every_worker_behind_the_admin_key() {
     assert_eq!(partial.status, 206);
     let p = partial.json();
     assert_eq!(p["status"], "partial_success");
+    assert_eq!(p["message"], "Cache flush: 1 succeeded, 1 failed");
+    assert_eq!(p["workers_flushed"], 1);
     assert_eq!(p["successful"], serde_json::json!([w[0].url()]));
     assert_eq!(p["failed"][0]["worker"], w[1].url());
     let l = g.client.get("/get_loads", &[ADMIN]).await.json();

@@ -112,7 +112,7 @@ pub(crate) async fn flush_cache(state: &Arc<AppState>) -> Response<ResBody> {
         StatusCode::PARTIAL_CONTENT,
         &json!({
             "status": "partial_success",
-            "message": format!("Flushed cache on {} of {total} workers", ok.len()),
+            "message": format!("Cache flush: {} succeeded, {} failed", ok.len(), failed.len()),
             "workers_flushed": ok.len(),
             "successful": ok.iter().map(|(w, _)| &*w.url).collect::<Vec<_>>(),
             "failed": failed,
@@ -151,11 +151,12 @@ fn entries_for(worker: &Worker, answer: &Value) -> Vec<Value> {
 fn aggregate(loads: &[Value]) -> Value {
     let num = |l: &Value, k: &str| l.get(k).and_then(Value::as_f64).unwrap_or(0.0);
     let sum = |k: &str| loads.iter().map(|l| num(l, k)).sum::<f64>();
+    // Means are rounded to 4 decimals, as SMG reports them.
     let mean = |k: &str| {
         if loads.is_empty() {
             0.0
         } else {
-            sum(k) / loads.len() as f64
+            (sum(k) / loads.len() as f64 * 10_000.0).round() / 10_000.0
         }
     };
     let total_reqs: f64 = loads
@@ -251,7 +252,9 @@ mod tests {
         assert_eq!(a["total_running_reqs"], 6);
         assert_eq!(a["total_waiting_reqs"], 1);
         assert_eq!(a["total_reqs"], 12, "3 counted from the first, 9 as given");
-        assert!((a["avg_token_usage"].as_f64().unwrap() - 0.3).abs() < 1e-9);
+        assert_eq!(a["avg_token_usage"], 0.3);
+        let tiny = super::aggregate(&[json!({"token_usage": 0.000061})]);
+        assert_eq!(tiny["avg_token_usage"], 0.0001, "rounded as SMG does");
         assert_eq!(a["avg_throughput"], 20.0);
         assert_eq!(super::aggregate(&[])["avg_utilization"], 0.0);
     }

@@ -6,7 +6,9 @@
 //! - [`config`]: the typed, validated [`GatewayConfig`].
 //! - [`server`]: [`Gateway::builder`] / [`GatewayHandle`] / [`serve`]: listeners, connections,
 //!   graceful shutdown, the Prometheus listener.
-//! - `service.rs`: method/path dispatch and inbound auth; `admin.rs`: `/workers`.
+//! - `service.rs`: method/path dispatch and inbound auth; `request_id.rs`: `x-request-id` on
+//!   every response; `admin/`: the routes the gateway answers itself (health, `/v1/models`,
+//!   `/workers`, SMG's info, legacy and fan-out routes) and their route table.
 //! - `proxy/`: the request path (body path, routing decision, forwarding, retries, streaming).
 //! - `registry/`: workers, health checks, circuit breakers, the lock-free worker view.
 //! - [`admission`]: `--max-concurrent-requests`, the admission queue, the rate bucket.
@@ -37,6 +39,7 @@ mod pool;
 mod proxy;
 mod registry;
 mod request_body;
+mod request_id;
 mod service;
 mod state;
 mod store;

@@ -1,13 +1,15 @@
 //! Request dispatch: which handler serves a method and path, and who may call it.
 //!
-//! Generation routes need `--api-key` when set; `/workers` and `/sticky/{key}` need
-//! `--admin-api-key` (or, without it, `--api-key`) when set; `/v1/models` and the health routes stay open.
-//! Generation routes then pass admission control (`admission/`) when a limit is configured.
+//! Generation routes need `--api-key` when set; the admin routes (`admin/routes.rs`) need
+//! `--admin-api-key` (or, without it, `--api-key`) when set; `/v1/models`, the health routes
+//! and the info routes stay open. Generation routes then pass admission control (`admission/`)
+//! when a limit is configured. Every response gets its `x-request-id` here and is counted in
+//! `smg_http_responses_total`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use http::{HeaderMap, Method, Request, Response, StatusCode, header};
+use http::{HeaderMap, Method, Request, Response, header};
 use hyper::body::Incoming;
 
 use crate::admin;
@@ -17,28 +19,31 @@ use crate::config::Secret;
 use crate::error::{GatewayError, SseStyle};
 use crate::proxy::{Endpoint, proxy};
 use crate::request_body::ClientBody;
+use crate::request_id;
 use crate::state::{AppState, IoCtx};
-use crate::store;
 
-/// Serves one request. Never fails: every error is a response, counted in
-/// `smg_http_responses_total` with its status and code.
+/// Serves one request. Never fails: every error is a response. Every response carries an
+/// `x-request-id` (the client's own, or a fresh one).
 pub(crate) async fn handle(
     io: Arc<IoCtx>,
     req: Request<Incoming>,
 ) -> Result<Response<ResBody>, Infallible> {
-    let Ok(resp) = serve(&io, req).await;
-    io.state.metrics.response(resp.status(), resp.headers());
+    let id = request_id::for_request(req.headers(), req.uri().path());
+    let state = io.state.clone();
+    let mut resp = dispatch(io, req).await;
+    request_id::stamp(&mut resp, id);
+    state.metrics.response(resp.status(), resp.headers());
     Ok(resp)
 }
 
-async fn serve(io: &Arc<IoCtx>, req: Request<Incoming>) -> Result<Response<ResBody>, Infallible> {
+async fn dispatch(io: Arc<IoCtx>, req: Request<Incoming>) -> Response<ResBody> {
     let state = &io.state;
     if let Some(endpoint) = Endpoint::from_path(req.uri().path()) {
         if req.method() != Method::POST {
-            return Ok(GatewayError::MethodNotAllowed(req.method().to_string()).to_response());
+            return GatewayError::MethodNotAllowed(req.method().to_string()).to_response();
         }
         if !authorized(req.headers(), state.config.api_key.as_ref()) {
-            return Ok(GatewayError::Unauthorized.to_response());
+            return GatewayError::Unauthorized.to_response();
         }
         let (parts, body) = req.into_parts();
         let mut body = ClientBody::new(body);
@@ -48,7 +53,7 @@ async fn serve(io: &Arc<IoCtx>, req: Request<Incoming>) -> Result<Response<ResBo
                 Ok(permit) => Some(permit),
                 Err(err) => {
                     tracing::debug!(code = err.code().as_str(), error = %err, "request not admitted");
-                    return Ok(err.to_response());
+                    return err.to_response();
                 }
             },
         };
@@ -59,88 +64,16 @@ async fn serve(io: &Arc<IoCtx>, req: Request<Incoming>) -> Result<Response<ResBo
         if endpoint == Endpoint::Messages {
             body::set_sse_style(&mut resp, SseStyle::Anthropic);
         }
-        return Ok(resp);
+        return resp;
     }
-    Ok(other(state, req).await.unwrap_or_else(|e| e.to_response()))
+    admin::serve(state, req)
+        .await
+        .unwrap_or_else(|e| e.to_response())
 }
 
-async fn other(
-    state: &Arc<AppState>,
-    req: Request<Incoming>,
-) -> Result<Response<ResBody>, GatewayError> {
-    let path = req.uri().path();
-    let method = req.method().clone();
-    let wrong_method = || GatewayError::MethodNotAllowed(method.to_string());
-    match path {
-        "/health" | "/liveness" | "/readiness" | "/v1/models" if method != Method::GET => {
-            Err(wrong_method())
-        }
-        "/health" | "/liveness" => Ok(admin::json(
-            StatusCode::OK,
-            &serde_json::json!({"status": "ok"}),
-        )),
-        "/readiness" => {
-            if state.registry.view().any_available {
-                Ok(admin::json(
-                    StatusCode::OK,
-                    &serde_json::json!({"status": "ready"}),
-                ))
-            } else {
-                Err(GatewayError::NoAvailableWorkers)
-            }
-        }
-        "/v1/models" => Ok(models(state)),
-        "/workers" | "/workers/" => {
-            if !authorized(req.headers(), admin_key(state)) {
-                return Err(GatewayError::Unauthorized);
-            }
-            match method {
-                Method::GET => Ok(admin::list(state)),
-                Method::POST => admin::add(state, req.into_body()).await,
-                _ => Err(wrong_method()),
-            }
-        }
-        p if p.starts_with("/workers/") => {
-            if !authorized(req.headers(), admin_key(state)) {
-                return Err(GatewayError::Unauthorized);
-            }
-            if method != Method::DELETE {
-                return Err(wrong_method());
-            }
-            admin::remove(state, &p["/workers/".len()..])
-        }
-        p if p.starts_with("/sticky/") => {
-            if !authorized(req.headers(), admin_key(state)) {
-                return Err(GatewayError::Unauthorized);
-            }
-            let (key, query) = (&p["/sticky/".len()..], req.uri().query());
-            match method {
-                Method::GET => store::show(state, key, query).await,
-                Method::DELETE => store::delete(state, key, query).await,
-                _ => Err(wrong_method()),
-            }
-        }
-        _ => Err(GatewayError::NotFound(path.to_owned())),
-    }
-}
-
-/// `GET /v1/models`: the union of the workers' models.
-fn models(state: &AppState) -> Response<ResBody> {
-    let view = state.registry.view();
-    let data: Vec<_> = view
-        .models
-        .iter()
-        .map(|m| serde_json::json!({"id": &**m, "object": "model", "owned_by": "berth"}))
-        .collect();
-    admin::json(
-        StatusCode::OK,
-        &serde_json::json!({"object": "list", "data": data}),
-    )
-}
-
-/// The key `/workers` needs: `--admin-api-key`, else `--api-key` (the admin API is never open
+/// The key the admin routes need: `--admin-api-key`, else `--api-key` (the admin API is never open
 /// while generation is guarded).
-fn admin_key(state: &AppState) -> Option<&Secret> {
+pub(crate) fn admin_key(state: &AppState) -> Option<&Secret> {
     state
         .config
         .admin_api_key
@@ -149,7 +82,7 @@ fn admin_key(state: &AppState) -> Option<&Secret> {
 }
 
 /// `Authorization: Bearer <key>` matches `key` (or no key is configured).
-fn authorized(headers: &HeaderMap, key: Option<&Secret>) -> bool {
+pub(crate) fn authorized(headers: &HeaderMap, key: Option<&Secret>) -> bool {
     let Some(key) = key else { return true };
     let Some(given) = headers
         .get(header::AUTHORIZATION)

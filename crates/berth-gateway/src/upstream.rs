@@ -77,7 +77,21 @@ pub(crate) async fn get(
     timeout: Duration,
     limit: usize,
 ) -> Result<(u16, Bytes), String> {
-    let req = http::Request::get(uri)
+    send_empty(client, http::Method::GET, uri, timeout, limit).await
+}
+
+/// Sends a request without a body (`GET` probes, the admin fan-out's `POST /flush_cache`) and
+/// returns the status and (up to `limit` bytes of) the body, within `timeout`.
+pub(crate) async fn send_empty(
+    client: &HttpClient,
+    method: http::Method,
+    uri: http::Uri,
+    timeout: Duration,
+    limit: usize,
+) -> Result<(u16, Bytes), String> {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(uri)
         .body(UpBody::Full(None))
         .map_err(|e| e.to_string())?;
     let fut = async {
@@ -92,5 +106,8 @@ pub(crate) async fn get(
     };
     tokio::time::timeout(timeout, fut)
         .await
-        .map_err(|_| "timed out".to_owned())?
+        .map_err(|_| TIMED_OUT.to_owned())?
 }
+
+/// The error [`send_empty`] returns when `timeout` passed.
+pub(crate) const TIMED_OUT: &str = "timed out";

@@ -48,7 +48,7 @@ async fn admin_api_needs_its_key_adds_without_moving_keys_and_removes_only_its_k
         .send(Method::POST, "/workers", &[ADMIN], body.clone())
         .await;
     assert_eq!(added.status, 201, "{:?}", added.body);
-    assert_eq!(added.json()["healthy"], true);
+    assert_eq!(added.json()["is_healthy"], true);
     let dup = g
         .client
         .send(Method::POST, "/workers", &[ADMIN], body)
@@ -195,7 +195,7 @@ async fn a_worker_added_before_it_answers_joins_with_its_models_once_healthy() {
     let body = serde_json::json!({ "url": url }).to_string();
     let added = g.client.send(Method::POST, "/workers", &[], body).await;
     assert_eq!(added.status, 201);
-    assert_eq!(added.json()["healthy"], false);
+    assert_eq!(added.json()["is_healthy"], false);
     let late = berth_sim::SimWorker::builder()
         .model("late-model")
         .time_scale(0.0)

@@ -43,8 +43,8 @@ async fn two_ranks_of_one_worker_are_two_targets_and_each_request_carries_its_ra
     assert_eq!(listed.len(), 2);
     for (entry, url) in listed.iter().zip([&r0, &r1]) {
         assert_eq!(entry["url"], url.as_str());
-        assert_eq!(entry["healthy"], true, "probed on the base URL: {entry}");
-        assert_eq!(entry["models"], serde_json::json!(["sim-model"]));
+        assert_eq!(entry["is_healthy"], true, "probed on the base URL: {entry}");
+        assert_eq!(entry["models"], serde_json::json!([{"id": "sim-model"}]));
     }
     assert_ne!(listed[0]["id"], listed[1]["id"]);
 
@@ -244,7 +244,7 @@ async fn invalid_rank_urls_refuse_start_up_and_the_admin_api() {
     let added = g.client.send(Method::POST, "/workers", &[], body).await;
     assert_eq!(added.status, 201, "{:?}", added.body);
     assert_eq!(added.json()["url"], r1.as_str());
-    assert_eq!(added.json()["healthy"], true);
+    assert_eq!(added.json()["is_healthy"], true);
     let encoded = r1
         .replace(':', "%3A")
         .replace('/', "%2F")

@@ -73,7 +73,10 @@ async fn a_gateway_serves_while_a_listed_worker_is_down_and_takes_it_in_when_it_
         .find(|w| w["url"] == late_url.as_str())
         .cloned()
         .unwrap();
-    assert_eq!(late_entry["models"], serde_json::json!(["sim-model"]));
+    assert_eq!(
+        late_entry["models"],
+        serde_json::json!([{"id": "sim-model"}])
+    );
     g.gw.shutdown().await;
     late.shutdown().await;
 }

@@ -140,16 +140,10 @@ fn section(s: &mut String, sec: &Section<'_>) {
         &ratios,
         &|v| format!("{v:.0}"),
     ));
-    let names: Vec<String> = m.workers.keys().map(|w| short_worker(w)).collect();
-    let counts: Vec<f64> = m.workers.values().map(|n| *n as f64).collect();
+    let (names, counts, uncached) = worker_bars(m);
     s.push_str(&bars("requests per worker", &names, &counts, &|v| {
         format!("{v:.0}")
     }));
-    let uncached: Vec<f64> = m
-        .workers
-        .keys()
-        .map(|w| m.uncached_tokens_per_worker.get(w).copied().unwrap_or(0) as f64)
-        .collect();
     s.push_str(&bars(
         "uncached prompt tokens per worker (prefill work)",
         &names,
@@ -158,6 +152,27 @@ fn section(s: &mut String, sec: &Section<'_>) {
     ));
     s.push_str(&latency_over_time(out));
     s.push_str("</div>");
+}
+
+/// The per-worker bars: one per worker that served something, then, when `--expected-workers`
+/// says the fleet is larger, a zero bar for each worker that served nothing (the bench never
+/// learns their names: `idle 1`, `idle 2`, ...), so a starved worker shows as an empty bar
+/// instead of vanishing from the chart.
+fn worker_bars(m: &Summary) -> (Vec<String>, Vec<f64>, Vec<f64>) {
+    let mut names: Vec<String> = m.workers.keys().map(|w| short_worker(w)).collect();
+    let mut counts: Vec<f64> = m.workers.values().map(|n| *n as f64).collect();
+    let mut uncached: Vec<f64> = m
+        .workers
+        .keys()
+        .map(|w| m.uncached_tokens_per_worker.get(w).copied().unwrap_or(0) as f64)
+        .collect();
+    let seen = m.workers.len() as u64;
+    for i in 1..=m.fleet_size.saturating_sub(seen) {
+        names.push(format!("idle {i}"));
+        counts.push(0.0);
+        uncached.push(0.0);
+    }
+    (names, counts, uncached)
 }
 
 /// `http://127.0.0.1:41234` -> `:41234`, so worker labels fit under a bar.
@@ -213,4 +228,42 @@ fn latency_over_time(out: &RunOutput) -> String {
         .collect();
     let y = if use_ttft { "TTFT (ms)" } else { "E2E (ms)" };
     scatter("latency over time", &points, "seconds since start", y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::RequestRecord;
+
+    fn served_by(worker: &str) -> RequestRecord {
+        RequestRecord {
+            session_id: "s".into(),
+            root_id: "s".into(),
+            ok: true,
+            status: Some(200),
+            e2e_ms: 1.0,
+            prompt_tokens: Some(10),
+            cached_tokens: Some(4),
+            routed_worker: Some(worker.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn workers_that_served_nothing_show_as_zero_bars_when_the_fleet_size_is_known() {
+        let records = vec![
+            served_by("http://127.0.0.1:4001"),
+            served_by("http://127.0.0.1:4001"),
+        ];
+        let (names, counts, uncached) = worker_bars(&Summary::from_records(&records, Some(3)));
+        assert_eq!(names, [":4001", "idle 1", "idle 2"]);
+        assert_eq!(counts, [2.0, 0.0, 0.0]);
+        assert_eq!(uncached, [12.0, 0.0, 0.0]);
+        let (names, _, _) = worker_bars(&Summary::from_records(&records, None));
+        assert_eq!(
+            names,
+            [":4001"],
+            "without --expected-workers only the workers seen"
+        );
+    }
 }

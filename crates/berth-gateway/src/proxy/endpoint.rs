@@ -14,6 +14,19 @@ pub(crate) enum Endpoint {
 }
 
 impl Endpoint {
+    /// Every endpoint (the route-table test checks them against docs/gateway.md).
+    #[cfg(test)]
+    pub(crate) const ALL: [Self; 8] = [
+        Self::ChatCompletions,
+        Self::Completions,
+        Self::Messages,
+        Self::Generate,
+        Self::Embeddings,
+        Self::Classify,
+        Self::Rerank,
+        Self::Responses,
+    ];
+
     /// The endpoint served at `path`, if any.
     pub(crate) fn from_path(path: &str) -> Option<Self> {
         Some(match path {

@@ -27,4 +27,5 @@ mod wait;
 
 pub(crate) use endpoint::Endpoint;
 pub(crate) use handler::proxy;
+pub(crate) use headers::ROUTED_WORKER;
 pub(crate) use replay::{BoxError, ReplayBody};

@@ -156,7 +156,7 @@ async fn recheck(
         state.health.is_healthy() && state.models.is_empty()
     };
     if ok && unknown_models {
-        let models = learn_worker(client, &worker.addr, &worker.stats, timeout).await;
+        let models = learn_worker(client, worker, timeout).await;
         if !models.is_empty() {
             registry.set_models(worker, models);
         }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 
+use super::worker::ModelCard;
 use super::{Registry, Worker, WorkerAddr};
 use crate::error::GatewayError;
 use crate::upstream::{self, HttpClient};
@@ -28,15 +29,20 @@ pub(crate) async fn probe_health(
     )
 }
 
-/// The ids listed by the worker's `GET /v1/models` (empty when it has none or fails).
+/// The models listed by the worker's `GET /v1/models` (empty when it has none or fails), with
+/// the `created` and `owned_by` it gives for each.
 pub(crate) async fn fetch_models(
     client: &HttpClient,
     addr: &WorkerAddr,
     timeout: Duration,
-) -> Vec<Arc<str>> {
+) -> Vec<ModelCard> {
     #[derive(serde::Deserialize)]
     struct Model {
         id: String,
+        #[serde(default)]
+        created: Option<u64>,
+        #[serde(default)]
+        owned_by: Option<String>,
     }
     #[derive(serde::Deserialize)]
     struct List {
@@ -47,7 +53,16 @@ pub(crate) async fn fetch_models(
     };
     match upstream::get(client, uri, timeout, MODELS_LIMIT).await {
         Ok((200..=299, body)) => serde_json::from_slice::<List>(&body)
-            .map(|l| l.data.into_iter().map(|m| Arc::from(m.id)).collect())
+            .map(|l| {
+                l.data
+                    .into_iter()
+                    .map(|m| ModelCard {
+                        id: Arc::from(m.id),
+                        created: m.created.unwrap_or(0),
+                        owned_by: m.owned_by.map(Arc::from),
+                    })
+                    .collect()
+            })
             .unwrap_or_default(),
         _ => Vec::new(),
     }
@@ -75,21 +90,22 @@ pub(crate) async fn fetch_kv_capacity(
     }
 }
 
-/// Learns what a worker that answered says about itself: its models (returned) and its KV
-/// capacity (recorded in its stats).
+/// Learns what a worker that answered says about itself: its models (returned; their cards
+/// recorded on the worker) and its KV capacity (recorded in its stats).
 pub(crate) async fn learn_worker(
     client: &HttpClient,
-    addr: &WorkerAddr,
-    stats: &berth_routing::WorkerStats,
+    worker: &Worker,
     timeout: Duration,
 ) -> Vec<Arc<str>> {
-    let (models, kv) = tokio::join!(
-        fetch_models(client, addr, timeout),
-        fetch_kv_capacity(client, addr, timeout)
+    let (cards, kv) = tokio::join!(
+        fetch_models(client, &worker.addr, timeout),
+        fetch_kv_capacity(client, &worker.addr, timeout)
     );
     if let Some(tokens) = kv {
-        stats.set_kv_capacity_tokens(tokens);
+        worker.stats.set_kv_capacity_tokens(tokens);
     }
+    let models = cards.iter().map(|c| c.id.clone()).collect();
+    worker.set_cards(cards);
     models
 }
 
@@ -145,6 +161,6 @@ pub(crate) async fn bring_up(
     worker: &Worker,
     timeout: Duration,
 ) {
-    let models = learn_worker(client, &worker.addr, &worker.stats, timeout).await;
+    let models = learn_worker(client, worker, timeout).await;
     registry.mark_up(worker, models);
 }

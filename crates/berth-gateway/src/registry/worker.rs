@@ -109,6 +109,17 @@ impl WorkerAddr {
     }
 }
 
+/// What a worker's `GET /v1/models` says about one model besides its id (`created`,
+/// `owned_by`): the gateway's own `/v1/models` and `/workers` show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ModelCard {
+    pub(crate) id: Arc<str>,
+    /// Unix seconds, 0 when the worker did not say.
+    pub(crate) created: u64,
+    /// The serving runtime as the worker names itself (`sglang`, `vllm`, ...).
+    pub(crate) owned_by: Option<Arc<str>>,
+}
+
 /// Health and breaker state; changed by probes and request outcomes.
 #[derive(Debug)]
 pub(crate) struct WorkerState {
@@ -133,6 +144,8 @@ pub(crate) struct Worker {
     /// A start-up worker that has not answered yet: its first good probe brings it in.
     awaited: AtomicBool,
     state: Mutex<WorkerState>,
+    /// The model cards from the worker's last `GET /v1/models` that listed any.
+    cards: Mutex<Vec<ModelCard>>,
 }
 
 impl Worker {
@@ -153,6 +166,7 @@ impl Worker {
             breaker_clean: AtomicBool::new(true),
             awaited: AtomicBool::new(false),
             state: Mutex::new(state),
+            cards: Mutex::default(),
         })
     }
 
@@ -169,6 +183,18 @@ impl Worker {
     /// No longer awaited (it came up, or start-up waiting is over).
     pub(crate) fn stop_awaiting(&self) {
         self.awaited.store(false, Ordering::Relaxed);
+    }
+
+    /// The model cards the worker listed (empty until it answered `GET /v1/models`).
+    pub(crate) fn cards(&self) -> Vec<ModelCard> {
+        self.cards.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Records the cards of a `GET /v1/models` answer (an empty answer keeps the old ones).
+    pub(crate) fn set_cards(&self, cards: Vec<ModelCard>) {
+        if !cards.is_empty() {
+            *self.cards.lock().unwrap_or_else(|p| p.into_inner()) = cards;
+        }
     }
 
     /// Locks the health/breaker state (never held across an await).

@@ -195,12 +195,12 @@ where
     panic!("condition never held: {what}");
 }
 
-/// The worker's `healthy` flag in `GET /workers`.
+/// The worker's `is_healthy` flag in `GET /workers`.
 pub async fn healthy(client: &TestClient, url: &str) -> bool {
     let r = client.get("/workers", &[]).await;
     r.json()["workers"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|w| w["url"] == url && w["healthy"] == true)
+        .any(|w| w["url"] == url && w["is_healthy"] == true)
 }

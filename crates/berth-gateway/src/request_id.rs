@@ -1,0 +1,99 @@
+//! `x-request-id` on every response, as SMG sends it.
+//!
+//! The id is the client's own when the request carries one of the headers SMG reads by default
+//! (`x-request-id`, `x-correlation-id`, `x-trace-id`, `request-id`; the first present wins),
+//! else a fresh one: SMG's prefix for the route (`chatcmpl-`, `cmpl-`, `gnt-`, `resp-`, `msg_`,
+//! `req-` for everything else) and 24 random letters and digits. It is set where the response is
+//! finished (`service::handle`), so worker responses, gateway errors and admin routes all carry
+//! it; a worker's own `x-request-id` is replaced by it. A client's header reaches the worker
+//! with the other end-to-end headers; a fresh id is not sent to the worker (nor is it by SMG).
+
+use http::{HeaderMap, HeaderName, HeaderValue, Response};
+
+use crate::state::with_rng;
+
+/// The response header.
+pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Request headers whose value becomes the id, in order (SMG's `--request-id-headers` default).
+const CLIENT_HEADERS: [&str; 4] = [
+    "x-request-id",
+    "x-correlation-id",
+    "x-trace-id",
+    "request-id",
+];
+
+/// Random characters after the prefix.
+const RANDOM_LEN: usize = 24;
+
+const ALPHANUMERIC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// The id of a request: the client's, or a fresh one for its path.
+pub(crate) fn for_request(headers: &HeaderMap, path: &str) -> HeaderValue {
+    CLIENT_HEADERS
+        .iter()
+        .find_map(|name| headers.get(*name).filter(|v| !v.is_empty()).cloned())
+        .unwrap_or_else(|| fresh(prefix(path)))
+}
+
+/// Sets the id on a finished response.
+pub(crate) fn stamp<B>(resp: &mut Response<B>, id: HeaderValue) {
+    resp.headers_mut().insert(REQUEST_ID, id);
+}
+
+/// SMG's prefix for ids it makes on this route.
+fn prefix(path: &str) -> &'static str {
+    match path {
+        "/v1/chat/completions" => "chatcmpl-",
+        "/v1/completions" => "cmpl-",
+        "/generate" => "gnt-",
+        "/v1/responses" => "resp-",
+        "/v1/messages" => "msg_",
+        _ => "req-",
+    }
+}
+
+fn fresh(prefix: &str) -> HeaderValue {
+    let mut id = String::with_capacity(prefix.len() + RANDOM_LEN);
+    id.push_str(prefix);
+    with_rng(|rng| {
+        for _ in 0..RANDOM_LEN {
+            id.push(ALPHANUMERIC[rng.below(ALPHANUMERIC.len())] as char);
+        }
+    });
+    HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("req-0"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_id_is_kept_and_a_missing_one_is_made_with_smgs_prefix() {
+        let mut h = HeaderMap::new();
+        h.insert("x-trace-id", "trace-1".parse().unwrap());
+        assert_eq!(for_request(&h, "/v1/chat/completions"), "trace-1");
+        h.insert("x-request-id", "mine".parse().unwrap());
+        assert_eq!(for_request(&h, "/v1/chat/completions"), "mine");
+
+        let empty = HeaderMap::new();
+        for (path, prefix) in [
+            ("/v1/chat/completions", "chatcmpl-"),
+            ("/v1/completions", "cmpl-"),
+            ("/generate", "gnt-"),
+            ("/v1/responses", "resp-"),
+            ("/v1/messages", "msg_"),
+            ("/workers", "req-"),
+        ] {
+            let id = for_request(&empty, path);
+            let id = id.to_str().unwrap();
+            let rest = id.strip_prefix(prefix).unwrap();
+            assert_eq!(rest.len(), RANDOM_LEN, "{id}");
+            assert!(rest.bytes().all(|b| b.is_ascii_alphanumeric()), "{id}");
+        }
+        assert_ne!(
+            for_request(&empty, "/generate"),
+            for_request(&empty, "/generate")
+        );
+    }
+}

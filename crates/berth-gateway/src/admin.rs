@@ -39,6 +39,8 @@ fn describe(state: &AppState, w: &Worker) -> serde_json::Value {
     };
     serde_json::json!({
         "id": w.id.0.to_string(),
+        "worker_type": crate::pd::worker_type(state, w),
+        "bootstrap_port": crate::pd::bootstrap_port(state, w),
         "url": &*w.url,
         "models": s.models.iter().map(|m| &**m).collect::<Vec<_>>(),
         "healthy": s.health.is_healthy(),
@@ -55,6 +57,7 @@ pub(crate) fn list(state: &AppState) -> Response<ResBody> {
         .registry
         .workers()
         .iter()
+        .chain(crate::pd::prefill_workers(state).iter())
         .map(|w| describe(state, w))
         .collect();
     json(StatusCode::OK, &serde_json::json!({ "workers": workers }))
@@ -63,9 +66,16 @@ pub(crate) fn list(state: &AppState) -> Response<ResBody> {
 #[derive(Deserialize)]
 struct AddWorker {
     url: String,
+    /// PD mode: `prefill` or `decode` (the default); `regular` outside PD mode (SMG's field).
+    #[serde(default)]
+    worker_type: Option<String>,
+    /// PD mode: a prefill worker's bootstrap port (absent or null: none).
+    #[serde(default)]
+    bootstrap_port: Option<u16>,
 }
 
-/// `POST /workers` with `{"url": "http://host:port"}`.
+/// `POST /workers` with `{"url": "http://host:port"}`; in PD mode also `"worker_type":
+/// "prefill"|"decode"` and, for a prefill worker, `"bootstrap_port"`.
 pub(crate) async fn add(
     state: &Arc<AppState>,
     body: Incoming,
@@ -78,6 +88,7 @@ pub(crate) async fn add(
     let req: AddWorker =
         serde_json::from_slice(&bytes).map_err(|e| GatewayError::JsonParse(e.to_string()))?;
     let addr = WorkerAddr::parse(&req.url).map_err(GatewayError::BadRequest)?;
+    let registry = crate::pd::registry_for(state, req.worker_type.as_deref(), req.bootstrap_port)?;
     let timeout = state.config.health.timeout;
     let healthy = crate::registry::probe_health(&state.client, &addr, timeout).await;
     let (models, kv) = if healthy {
@@ -88,7 +99,14 @@ pub(crate) async fn add(
     } else {
         (Vec::new(), None)
     };
-    let worker = state.registry.add(&req.url, models, healthy)?;
+    let worker = registry.add(&req.url, models, healthy)?;
+    if let Some(pd) = state
+        .pd
+        .as_ref()
+        .filter(|pd| Arc::ptr_eq(registry, &pd.registry))
+    {
+        pd.set_port(&req.url, req.bootstrap_port);
+    }
     if let Some(tokens) = kv {
         worker.stats.set_kv_capacity_tokens(tokens);
     }
@@ -102,6 +120,7 @@ pub(crate) fn remove(state: &AppState, raw: &str) -> Result<Response<ResBody>, G
     let worker = state
         .registry
         .remove(&id)
+        .or_else(|| crate::pd::remove_prefill(state, &id))
         .ok_or_else(|| GatewayError::WorkerNotFound(id.clone()))?;
     tracing::info!(worker = %worker.url, "worker removed");
     Ok(json(StatusCode::OK, &describe(state, &worker)))

@@ -131,6 +131,9 @@ pub struct GatewayConfig {
     pub sticky_store: Option<StoreSettings>,
     /// Limits on how long the gateway waits for a client's request body.
     pub body_timeouts: BodyTimeouts,
+    /// `--pd-disaggregation`: the prefill workers and policy (the decode workers are
+    /// `worker_urls`, the decode policy `router.policy`); `None` in regular mode.
+    pub pd: Option<crate::pd::PdSettings>,
 }
 
 /// How long the gateway waits for a client's request body. Time spent here is the client's:
@@ -178,13 +181,16 @@ impl GatewayConfig {
                 total: Some(Duration::from_secs(REQUEST_BODY_TIMEOUT_SECS)),
                 idle: Some(Duration::from_secs(REQUEST_BODY_IDLE_TIMEOUT_SECS)),
             },
+            pd: None,
         }
     }
 
     /// Checks what the routing core does not: refuses with a message naming the flag.
     pub fn validate(&self) -> Result<(), GatewayError> {
         let bad = |flag: &str, why: &str| Err(GatewayError::Config(format!("{flag}: {why}")));
-        if self.worker_urls.is_empty() {
+        if let Some(pd) = &self.pd {
+            crate::pd::validate(pd, self)?;
+        } else if self.worker_urls.is_empty() {
             return bad("--worker-urls", "at least one worker URL is required");
         }
         for url in &self.worker_urls {

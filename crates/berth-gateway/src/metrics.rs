@@ -214,6 +214,24 @@ impl Metrics {
         router: &RouterStats,
         now: std::time::Duration,
     ) -> String {
+        self.render_pools(&[(view, router)], now)
+    }
+
+    /// [`Self::render`] over several pools (PD mode: decode, then prefill): per-worker figures
+    /// for every pool's workers, pin and eviction counts summed over their routers.
+    pub(crate) fn render_pools(
+        &self,
+        pools: &[(&View, &RouterStats)],
+        now: std::time::Duration,
+    ) -> String {
+        let sum = |f: fn(&RouterStats) -> u64| pools.iter().map(|(_, r)| f(r)).sum::<u64>();
+        let router = &RouterStats {
+            pins: pools.iter().map(|(_, r)| r.pins).sum(),
+            evicted_idle: sum(|r| r.evicted_idle),
+            evicted_capacity: sum(|r| r.evicted_capacity),
+            evicted_worker_removed: sum(|r| r.evicted_worker_removed),
+            ttft_fleet: None,
+        };
         self.cache_entries
             .set(i64::try_from(router.pins).unwrap_or(i64::MAX));
         {
@@ -246,6 +264,17 @@ impl Metrics {
         }
         self.ttft_model.clear();
         self.ttft_queued.clear();
+        for (view, stats) in pools {
+            self.render_workers(view, stats, now);
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    fn render_workers(&self, view: &View, router: &RouterStats, now: std::time::Duration) {
         for w in &view.workers {
             let labels = WorkerLabels {
                 worker: w.url.clone(),
@@ -282,11 +311,6 @@ impl Metrics {
                     .set(w.stats.ttft_queued_tokens(now, fleet));
             }
         }
-        let mut out = String::new();
-        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
-            out.clear();
-        }
-        out
     }
 }
 

@@ -51,7 +51,12 @@ async fn other(
             &serde_json::json!({"status": "ok"}),
         )),
         "/readiness" => {
-            if state.registry.view().any_available {
+            // PD mode: a pair needs a prefill worker too.
+            let prefill_ready = state
+                .pd
+                .as_ref()
+                .is_none_or(|pd| pd.registry.view().any_available);
+            if state.registry.view().any_available && prefill_ready {
                 Ok(admin::json(
                     StatusCode::OK,
                     &serde_json::json!({"status": "ready"}),

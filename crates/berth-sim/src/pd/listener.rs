@@ -104,7 +104,11 @@ async fn answer(shared: &Shared, req: Request<Incoming>) -> Response<Full<Bytes>
 /// `Err` says why the KV cache never came.
 pub(crate) async fn wait_for_room(b: &Bootstrap, timeout: Duration) -> Result<RoomInfo, String> {
     let deadline = Instant::now() + timeout;
-    let target = format!("{}:{}", b.host, b.port);
+    let target = if b.host.contains(':') {
+        format!("[{}]:{}", b.host, b.port)
+    } else {
+        format!("{}:{}", b.host, b.port)
+    };
     let mut last = String::from("no answer");
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -130,9 +134,12 @@ pub(crate) async fn wait_for_room(b: &Bootstrap, timeout: Duration) -> Result<Ro
 
 /// One long-poll; `Ok(None)`: the listener answered that the room is not ready.
 async fn poll(target: &str, room: u64, wait: Duration) -> Result<Option<RoomInfo>, String> {
-    let mut stream = tokio::net::TcpStream::connect(target)
-        .await
-        .map_err(|e| format!("bootstrap listener {target}: {e}"))?;
+    // An IP address needs no resolver round trip (a blocking-pool hop per request).
+    let connected = match target.parse::<std::net::SocketAddr>() {
+        Ok(addr) => tokio::net::TcpStream::connect(addr).await,
+        Err(_) => tokio::net::TcpStream::connect(target).await,
+    };
+    let mut stream = connected.map_err(|e| format!("bootstrap listener {target}: {e}"))?;
     let req = format!(
         "GET /bootstrap/room/{room}?wait_ms={} HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n",
         wait.as_millis()

@@ -74,7 +74,7 @@ pub(super) const SCENARIOS: [Scenario; 6] = [
 /// The PD row (issue #10), after the original rows: `manual` on both legs of a fleet of 2
 /// prefill + 2 decode workers (the prefix cache lives on the prefill workers).
 pub(super) const PD_SCENARIO: Scenario = Scenario {
-    label: "manual, PD 2 prefill + 2 decode",
+    label: "PD manual (2P+2D)",
     policy: "manual",
     routing_key_override: false,
     session_routing: "smg_routing_key",

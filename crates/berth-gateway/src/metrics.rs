@@ -24,6 +24,15 @@ pub(crate) struct BranchLabels {
     pub(crate) branch: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct LegBranchLabels {
+    pub(crate) leg: &'static str,
+    pub(crate) branch: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct LegLabels {
+    pub(crate) leg: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ReasonLabels {
     pub(crate) reason: &'static str,
 }
@@ -79,6 +88,10 @@ pub struct Metrics {
     worker_healthy: Family<WorkerLabels, Gauge>,
     ttft_model: Family<TermLabels, Gauge<f64, AtomicU64>>,
     ttft_queued: Family<WorkerLabels, Gauge<f64, AtomicU64>>,
+    /// PD mode: `smg_manual_policy_branch_total` split by leg (`berth_pd_branch_total`).
+    pub(crate) pd_branch: Family<LegBranchLabels, Counter>,
+    /// PD mode: pins held by leg (`berth_pd_cache_entries`), set when scraped.
+    pub(crate) pd_pins: Family<LegLabels, Gauge>,
     /// `berth_sticky_store_*` (registered even without a store, so dashboards see zeros).
     pub(crate) store: Arc<StoreMetrics>,
 }
@@ -109,6 +122,8 @@ impl Metrics {
             worker_healthy: Family::default(),
             ttft_model: Family::default(),
             ttft_queued: Family::default(),
+            pd_branch: Family::default(),
+            pd_pins: Family::default(),
             store,
             registry: Registry::default(),
         };
@@ -117,6 +132,16 @@ impl Metrics {
             "smg_manual_policy_branch",
             "Sticky decisions by branch",
             m.branch.clone(),
+        );
+        registry.register(
+            "berth_pd_branch",
+            "PD mode: pinned-path decisions by leg (prefill, decode) and branch",
+            m.pd_branch.clone(),
+        );
+        registry.register(
+            "berth_pd_cache_entries",
+            "PD mode: pins held by leg (prefill, decode)",
+            m.pd_pins.clone(),
         );
         registry.register(
             "smg_manual_policy_cache_entries",

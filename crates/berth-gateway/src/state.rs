@@ -45,6 +45,12 @@ impl AppState {
             None => self.metrics.render(&view, &stats, now),
             Some(pd) => {
                 let (prefill, prefill_stats) = (pd.registry.view(), pd.router.stats());
+                for (leg, pins) in [("decode", stats.pins), ("prefill", prefill_stats.pins)] {
+                    self.metrics
+                        .pd_pins
+                        .get_or_create(&crate::metrics::LegLabels { leg })
+                        .set(i64::try_from(pins).unwrap_or(i64::MAX));
+                }
                 self.metrics
                     .render_pools(&[(&view, &stats), (&prefill, &prefill_stats)], now)
             }

@@ -397,6 +397,12 @@ async fn metrics_list_both_pools() {
             "{text}"
         );
     }
+    for leg in ["prefill", "decode"] {
+        let branch = format!("berth_pd_branch_total{{leg=\"{leg}\",branch=\"vacant\"}}");
+        assert_eq!(sample(&text, &branch), Some(1.0), "{text}");
+        let pins = format!("berth_pd_cache_entries{{leg=\"{leg}\"}}");
+        assert_eq!(sample(&text, &pins), Some(1.0), "{text}");
+    }
     assert_eq!(
         sample(&text, "smg_manual_policy_cache_entries"),
         Some(2.0),

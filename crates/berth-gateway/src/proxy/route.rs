@@ -8,7 +8,7 @@ use super::Endpoint;
 use super::headers::HeaderMapSource;
 use super::inspect::Inspected;
 use crate::error::GatewayError;
-use crate::metrics::{BranchLabels, SourceLabels};
+use crate::metrics::{BranchLabels, LegBranchLabels, SourceLabels};
 use crate::registry::{View, Worker};
 use crate::routing::{Branch, Decision, Error as RouteError, Leg, RouteRequest, Router, WorkerId};
 use crate::state::{AppState, with_rng};
@@ -111,6 +111,16 @@ pub(crate) fn record_decision(
             .branch
             .get_or_create(&BranchLabels { branch })
             .inc();
+        if leg != Leg::Regular {
+            state
+                .metrics
+                .pd_branch
+                .get_or_create(&LegBranchLabels {
+                    leg: leg_name(leg),
+                    branch,
+                })
+                .inc();
+        }
     }
     if let Some(key) = &d.key {
         state

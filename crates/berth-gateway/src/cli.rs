@@ -200,6 +200,22 @@ pub struct Args {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// Prefill/decode disaggregation: route each request to a prefill worker (`--prefill`) and
+    /// a decode worker (`--decode`), each leg pinned on its own.
+    #[arg(long)]
+    pub pd_disaggregation: bool,
+    /// PD mode: a prefill worker URL and its bootstrap port (or `none`); repeat per worker.
+    #[arg(long, num_args = 1..=2, value_names = ["URL", "BOOTSTRAP_PORT"], action = clap::ArgAction::Append)]
+    pub prefill: Vec<String>,
+    /// PD mode: a decode worker URL; repeat per worker.
+    #[arg(long, value_name = "URL", action = clap::ArgAction::Append)]
+    pub decode: Vec<String>,
+    /// PD mode: the prefill leg's policy [default: --policy].
+    #[arg(long)]
+    pub prefill_policy: Option<String>,
+    /// PD mode: the decode leg's policy [default: --policy].
+    #[arg(long)]
+    pub decode_policy: Option<String>,
 }
 
 impl Args {
@@ -296,6 +312,11 @@ impl Args {
                 .rate_limit_tokens_per_second
                 .or(file.rate_limit_tokens_per_second),
             config: self.config,
+            pd_disaggregation: self.pd_disaggregation || file.pd_disaggregation,
+            prefill: vec_or(self.prefill, file.prefill),
+            decode: vec_or(self.decode, file.decode),
+            prefill_policy: self.prefill_policy.or(file.prefill_policy),
+            decode_policy: self.decode_policy.or(file.decode_policy),
         }
     }
 

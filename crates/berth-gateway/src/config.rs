@@ -138,6 +138,9 @@ pub struct GatewayConfig {
     pub body_timeouts: BodyTimeouts,
     /// Admission control for generation routes (off unless a limit is set).
     pub admission: AdmissionSettings,
+    /// `--pd-disaggregation`: the prefill workers and policy (the decode workers are
+    /// `worker_urls`, the decode policy `router.policy`); `None` in regular mode.
+    pub pd: Option<crate::pd::PdSettings>,
 }
 
 /// How long the gateway waits for a client's request body. Time spent here is the client's:
@@ -191,13 +194,16 @@ impl GatewayConfig {
                 queue_timeout: Duration::from_secs(QUEUE_TIMEOUT_SECS),
                 rate: None,
             },
+            pd: None,
         }
     }
 
     /// Checks what the routing core does not: refuses with a message naming the flag.
     pub fn validate(&self) -> Result<(), GatewayError> {
         let bad = |flag: &str, why: &str| Err(GatewayError::Config(format!("{flag}: {why}")));
-        if self.worker_urls.is_empty() {
+        if let Some(pd) = &self.pd {
+            crate::pd::validate(pd, self)?;
+        } else if self.worker_urls.is_empty() {
             return bad("--worker-urls", "at least one worker URL is required");
         }
         for url in &self.worker_urls {

@@ -78,6 +78,25 @@ pub enum GatewayError {
         /// What failed.
         reason: String,
     },
+    /// PD mode: the prefill worker failed (unreachable, timed out, broke off, or answered a
+    /// server error) on the last attempt; the decode worker's answer was dropped.
+    #[error("prefill worker {worker} failed: {reason}")]
+    PrefillFailed {
+        /// The prefill worker's URL as registered.
+        worker: String,
+        /// What failed.
+        reason: String,
+    },
+    /// PD mode: the prefill worker refused the request (a 4xx); not retried.
+    #[error("prefill worker {worker} refused the request ({status}): {reason}")]
+    PrefillRejected {
+        /// The prefill worker's URL as registered.
+        worker: String,
+        /// Its status.
+        status: u16,
+        /// Its error body (truncated).
+        reason: String,
+    },
     /// The worker did not answer within `--request-timeout-secs`.
     #[error("worker {0} did not answer within --request-timeout-secs")]
     UpstreamTimeout(String),
@@ -143,6 +162,10 @@ pub enum ErrorCode {
     UpstreamTimeout,
     /// 503: `DELETE /sticky/{key}` could not reach the shared pin store.
     StickyStoreUnavailable,
+    /// 502: PD mode, the prefill worker failed on the last attempt (SMG's code).
+    PrefillServerError,
+    /// 400: PD mode, the prefill worker refused the request (SMG's code).
+    PrefillBadRequest,
     /// 500: a start-up or IO failure (never expected on the request path). Keep it the last
     /// variant ([`ErrorCode::ALL`]'s test relies on it).
     Internal,
@@ -150,7 +173,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 19] = [
         Self::JsonParseError,
         Self::MissingRoutingKey,
         Self::BadRequest,
@@ -167,6 +190,8 @@ impl ErrorCode {
         Self::NoAvailableWorkers,
         Self::UpstreamTimeout,
         Self::StickyStoreUnavailable,
+        Self::PrefillServerError,
+        Self::PrefillBadRequest,
         Self::Internal,
     ];
 
@@ -197,22 +222,27 @@ impl ErrorCode {
             Self::UpstreamTimeout => "upstream_timeout",
             Self::StickyStoreUnavailable => "sticky_store_unavailable",
             Self::Internal => "internal_error",
+            Self::PrefillServerError => "prefill_server_error",
+            Self::PrefillBadRequest => "prefill_bad_request",
         }
     }
 
     /// The HTTP status that goes with the code.
     pub fn status(self) -> StatusCode {
         match self {
-            Self::JsonParseError | Self::MissingRoutingKey | Self::BadRequest => {
-                StatusCode::BAD_REQUEST
-            }
+            Self::JsonParseError
+            | Self::MissingRoutingKey
+            | Self::BadRequest
+            | Self::PrefillBadRequest => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::ModelNotFound | Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::RequestBodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::QueueFull | Self::QueueTimeout => StatusCode::TOO_MANY_REQUESTS,
-            Self::UpstreamConnectionFailed | Self::UpstreamStreamError => StatusCode::BAD_GATEWAY,
+            Self::UpstreamConnectionFailed
+            | Self::UpstreamStreamError
+            | Self::PrefillServerError => StatusCode::BAD_GATEWAY,
             Self::NoAvailableWorkers | Self::StickyStoreUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -250,6 +280,8 @@ impl GatewayError {
             Self::UpstreamConnection { .. } => ErrorCode::UpstreamConnectionFailed,
             Self::UpstreamTimeout(_) => ErrorCode::UpstreamTimeout,
             Self::UpstreamStream { .. } => ErrorCode::UpstreamStreamError,
+            Self::PrefillFailed { .. } => ErrorCode::PrefillServerError,
+            Self::PrefillRejected { .. } => ErrorCode::PrefillBadRequest,
             Self::NoAvailableWorkers => ErrorCode::NoAvailableWorkers,
             Self::StoreUnavailable => ErrorCode::StickyStoreUnavailable,
             Self::Overloaded(r) => match r.kind {

@@ -31,6 +31,7 @@ pub mod config;
 pub mod error;
 pub mod metrics;
 pub mod model_scan;
+pub mod pd;
 pub mod server;
 
 mod admin;
@@ -50,6 +51,7 @@ pub use berth_routing as routing;
 
 pub use config::GatewayConfig;
 pub use error::GatewayError;
+pub use pd::{PdSettings, PrefillUrl};
 pub use registry::WorkerAddr;
 pub use server::{Gateway, GatewayBuilder, GatewayHandle, serve};
 pub use store::StoreSettings;

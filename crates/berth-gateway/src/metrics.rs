@@ -25,6 +25,15 @@ pub(crate) struct BranchLabels {
     pub(crate) branch: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct LegBranchLabels {
+    pub(crate) leg: &'static str,
+    pub(crate) branch: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct LegLabels {
+    pub(crate) leg: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ReasonLabels {
     pub(crate) reason: &'static str,
 }
@@ -86,6 +95,10 @@ pub struct Metrics {
     worker_healthy: Family<WorkerLabels, Gauge>,
     ttft_model: Family<TermLabels, Gauge<f64, AtomicU64>>,
     ttft_queued: Family<WorkerLabels, Gauge<f64, AtomicU64>>,
+    /// PD mode: `smg_manual_policy_branch_total` split by leg (`berth_pd_branch_total`).
+    pub(crate) pd_branch: Family<LegBranchLabels, Counter>,
+    /// PD mode: pins held by leg (`berth_pd_cache_entries`), set when scraped.
+    pub(crate) pd_pins: Family<LegLabels, Gauge>,
     /// `berth_sticky_store_*` (registered even without a store, so dashboards see zeros).
     pub(crate) store: Arc<StoreMetrics>,
     /// `smg_http_rate_limit_total` and `berth_admission_*` (registered even when admission
@@ -121,6 +134,8 @@ impl Metrics {
             worker_healthy: Family::default(),
             ttft_model: Family::default(),
             ttft_queued: Family::default(),
+            pd_branch: Family::default(),
+            pd_pins: Family::default(),
             store,
             admission,
             registry: Registry::default(),
@@ -130,6 +145,16 @@ impl Metrics {
             "smg_manual_policy_branch",
             "Sticky decisions by branch",
             m.branch.clone(),
+        );
+        registry.register(
+            "berth_pd_branch",
+            "PD mode: pinned-path decisions by leg (prefill, decode) and branch",
+            m.pd_branch.clone(),
+        );
+        registry.register(
+            "berth_pd_cache_entries",
+            "PD mode: pins held by leg (prefill, decode)",
+            m.pd_pins.clone(),
         );
         registry.register(
             "smg_manual_policy_cache_entries",
@@ -247,6 +272,24 @@ impl Metrics {
         router: &RouterStats,
         now: std::time::Duration,
     ) -> String {
+        self.render_pools(&[(view, router)], now)
+    }
+
+    /// [`Self::render`] over several pools (PD mode: decode, then prefill): per-worker figures
+    /// for every pool's workers, pin and eviction counts summed over their routers.
+    pub(crate) fn render_pools(
+        &self,
+        pools: &[(&View, &RouterStats)],
+        now: std::time::Duration,
+    ) -> String {
+        let sum = |f: fn(&RouterStats) -> u64| pools.iter().map(|(_, r)| f(r)).sum::<u64>();
+        let router = &RouterStats {
+            pins: pools.iter().map(|(_, r)| r.pins).sum(),
+            evicted_idle: sum(|r| r.evicted_idle),
+            evicted_capacity: sum(|r| r.evicted_capacity),
+            evicted_worker_removed: sum(|r| r.evicted_worker_removed),
+            ttft_fleet: None,
+        };
         self.cache_entries
             .set(i64::try_from(router.pins).unwrap_or(i64::MAX));
         {
@@ -279,6 +322,17 @@ impl Metrics {
         }
         self.ttft_model.clear();
         self.ttft_queued.clear();
+        for (view, stats) in pools {
+            self.render_workers(view, stats, now);
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    fn render_workers(&self, view: &View, router: &RouterStats, now: std::time::Duration) {
         for w in &view.workers {
             let labels = WorkerLabels {
                 worker: w.url.clone(),
@@ -315,11 +369,6 @@ impl Metrics {
                     .set(w.stats.ttft_queued_tokens(now, fleet));
             }
         }
-        let mut out = String::new();
-        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
-            out.clear();
-        }
-        out
     }
 }
 

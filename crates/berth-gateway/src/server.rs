@@ -94,6 +94,10 @@ impl GatewayBuilder {
             clock.clone(),
         ));
         let starting = registry::register_startup(&registry, &config.worker_urls)?;
+        let (pd, pd_starting) = match crate::pd::PdLegs::new(&config, clock.clone())? {
+            Some((legs, starting)) => (Some(legs), starting),
+            None => (None, Vec::new()),
+        };
         let metrics = Arc::new(Metrics::new());
         let store = match &config.sticky_store {
             Some(s) => Some(Arc::new(
@@ -115,6 +119,7 @@ impl GatewayBuilder {
             metrics,
             clock: clock.clone(),
             config,
+            pd,
         });
         let addr = listener.local_addr()?;
         let metrics_addr = metrics_listener
@@ -128,12 +133,12 @@ impl GatewayBuilder {
             background.spawn(serve_metrics(l, state.clone(), stop_rx.clone()));
         }
         let io = spawn_io(&state, state.config.io_threads, &stop_rx)?;
-        let (health_tx, health_rx) = oneshot::channel::<tokio::task::JoinHandle<()>>();
+        let (health_tx, health_rx) = oneshot::channel::<Vec<tokio::task::JoinHandle<()>>>();
         let evict = eviction::spawn(state.clone());
         let task = tokio::spawn({
             async move {
                 accept_loop(listener, io, stop_rx).await;
-                if let Ok(health) = health_rx.await {
+                for health in health_rx.await.unwrap_or_default() {
                     health.abort();
                 }
                 if let Some(e) = evict {
@@ -153,10 +158,14 @@ impl GatewayBuilder {
         }
         let health = registry::spawn_health_checks(
             registry,
-            client,
+            client.clone(),
             state.config.health.clone(),
             state.config.worker_startup_timeout,
         );
+        let mut health = vec![health];
+        if let Some(pd) = &state.pd {
+            health.push(pd.start_health(&state.config, &client, pd_starting).await);
+        }
         let _ = health_tx.send(health);
         Ok(GatewayHandle {
             addr,
@@ -201,10 +210,7 @@ impl GatewayHandle {
 
     /// The current metrics in Prometheus text format.
     pub fn metrics_text(&self) -> String {
-        let view = self.state.registry.view();
-        self.state
-            .metrics
-            .render(&view, &self.state.router.stats(), self.state.clock.now())
+        self.state.render_metrics()
     }
 
     /// Stops accepting, drains in-flight requests within the grace period, and returns.
@@ -325,7 +331,10 @@ async fn io_loop(
         tokio::select! {
             _ = prune.tick() => {
                 let view = io.state.registry.view();
-                io.pool.prune(|id| view.worker(id).is_some());
+                let prefill = io.state.pd.as_ref().map(|pd| pd.registry.view());
+                io.pool.prune(|id| {
+                    view.worker(id).is_some() || prefill.as_ref().is_some_and(|p| p.worker(id).is_some())
+                });
             }
             stream = incoming.recv() => {
                 let Some(stream) = stream else { break };
@@ -392,8 +401,7 @@ async fn serve_metrics(
                     let svc = service_fn(move |_req| {
                         let state = state.clone();
                         async move {
-                            let view = state.registry.view();
-                            let text = state.metrics.render(&view, &state.router.stats(), state.clock.now());
+                            let text = state.render_metrics();
                             let mut resp = http::Response::new(crate::body::ResBody::full(text));
                             resp.headers_mut().insert(
                                 http::header::CONTENT_TYPE,

@@ -26,6 +26,9 @@ pub(crate) struct AppState {
     pub(crate) store: Option<Arc<Store>>,
     /// Admission control, if any limit is configured.
     pub(crate) admission: Option<Arc<Admission>>,
+    /// PD mode (`--pd-disaggregation`): the prefill leg; the regular registry and router are
+    /// then the decode leg's.
+    pub(crate) pd: Option<crate::pd::PdLegs>,
 }
 
 /// What one IO thread's connections share: the state and that thread's worker connections (so
@@ -34,6 +37,28 @@ pub(crate) struct AppState {
 pub(crate) struct IoCtx {
     pub(crate) state: Arc<AppState>,
     pub(crate) pool: Arc<Pool>,
+}
+
+impl AppState {
+    /// The Prometheus text: both pools in PD mode.
+    pub(crate) fn render_metrics(&self) -> String {
+        let now = self.clock.now();
+        let (view, stats) = (self.registry.view(), self.router.stats());
+        match &self.pd {
+            None => self.metrics.render(&view, &stats, now),
+            Some(pd) => {
+                let (prefill, prefill_stats) = (pd.registry.view(), pd.router.stats());
+                for (leg, pins) in [("decode", stats.pins), ("prefill", prefill_stats.pins)] {
+                    self.metrics
+                        .pd_pins
+                        .get_or_create(&crate::metrics::LegLabels { leg })
+                        .set(i64::try_from(pins).unwrap_or(i64::MAX));
+                }
+                self.metrics
+                    .render_pools(&[(&view, &stats), (&prefill, &prefill_stats)], now)
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for AppState {

@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use crate::config::SimConfig;
 use crate::faults::Faults;
 use crate::handle::SimHandle;
+use crate::pd::PdMode;
 use crate::state::Shared;
 use crate::{SimError, server};
 
@@ -124,18 +125,53 @@ impl SimWorkerBuilder {
         self
     }
 
+    /// The role in a prefill/decode pair: a prefill worker also opens a bootstrap listener
+    /// (on the main listener's address, at [`Self::bootstrap_port`] or a free port).
+    pub fn mode(mut self, mode: PdMode) -> Self {
+        self.config.mode = mode;
+        self
+    }
+
+    /// Prefill mode: the bootstrap listener's port (default: a free one, see
+    /// [`SimHandle::bootstrap_port`]).
+    pub fn bootstrap_port(mut self, port: u16) -> Self {
+        self.config.bootstrap_port = Some(port);
+        self
+    }
+
+    /// Decode mode: how long a request waits for its room's KV cache.
+    pub fn bootstrap_timeout(mut self, timeout: Duration) -> Self {
+        self.config.bootstrap_timeout = timeout;
+        self
+    }
+
     /// Starts the worker on `listener`; `Err` if the configuration is invalid.
     pub fn try_spawn(self, listener: TcpListener) -> Result<SimHandle, SimError> {
         self.config.validate()?;
         let addr = listener.local_addr()?;
+        let bootstrap = if self.config.mode == PdMode::Prefill {
+            let l =
+                std::net::TcpListener::bind((addr.ip(), self.config.bootstrap_port.unwrap_or(0)))?;
+            l.set_nonblocking(true)?;
+            Some(TcpListener::from_std(l)?)
+        } else {
+            None
+        };
+        let bootstrap_addr = bootstrap
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()?;
         let worker_id = self
             .config
             .worker_id
             .clone()
             .unwrap_or_else(|| format!("sim-{}", addr.port()));
         let shared = Arc::new(Shared::new(worker_id, self.config));
+        if let Some(l) = bootstrap {
+            tokio::spawn(crate::pd::serve_bootstrap(l, Arc::clone(&shared)));
+        }
         let task = tokio::spawn(server::serve(listener, Arc::clone(&shared)));
-        Ok(SimHandle::new(addr, shared, task))
+        Ok(SimHandle::new(addr, shared, task, bootstrap_addr))
     }
 
     /// Starts the worker on `listener`. Must be called within a tokio runtime.

@@ -83,6 +83,17 @@ pub struct Args {
     /// afterwards, without `Connection: close`; the next request on it is dropped unanswered.
     #[arg(long)]
     pub close_after_stream: bool,
+    /// Role in a prefill/decode pair: regular, prefill (opens a bootstrap listener) or decode
+    /// (waits for each request's room on `bootstrap_host:bootstrap_port`).
+    #[arg(long, default_value = "regular")]
+    pub mode: String,
+    /// Prefill mode: the bootstrap listener's port, on `--host` [default: a free one, logged].
+    #[arg(long)]
+    pub bootstrap_port: Option<u16>,
+    /// Decode mode: how long a request waits for its room's KV cache before it fails (real
+    /// milliseconds, not scaled by `--time-scale`).
+    #[arg(long, default_value_t = 30_000)]
+    pub bootstrap_timeout_ms: u64,
 }
 
 fn millis(flag: &'static str, ms: f64) -> Result<Duration, SimError> {
@@ -124,6 +135,15 @@ impl Args {
                 exit_after_requests: self.exit_after_requests,
                 close_after_stream: self.close_after_stream,
             },
+            mode: self
+                .mode
+                .parse()
+                .map_err(|reason| SimError::InvalidConfig {
+                    flag: "mode",
+                    reason,
+                })?,
+            bootstrap_port: self.bootstrap_port,
+            bootstrap_timeout: Duration::from_millis(self.bootstrap_timeout_ms),
         };
         config.validate()?;
         Ok(config)
@@ -135,7 +155,13 @@ pub async fn run(args: Args) -> Result<(), SimError> {
     let config = args.to_config()?;
     let listener = TcpListener::bind((args.host.as_str(), args.port)).await?;
     let handle = SimWorker::builder().config(config).try_spawn(listener)?;
-    tracing::info!(url = %handle.url(), worker_id = handle.worker_id(), "sim worker listening");
+    tracing::info!(
+        url = %handle.url(),
+        worker_id = handle.worker_id(),
+        mode = args.mode.as_str(),
+        bootstrap_port = ?handle.bootstrap_port(),
+        "sim worker listening"
+    );
     let mut stop = handle.stop_watch();
     let exited = tokio::select! {
         _ = tokio::signal::ctrl_c() => false,

@@ -3,6 +3,7 @@
 use crate::SimError;
 use crate::faults::Faults;
 use crate::latency::LatencyModel;
+use crate::pd::PdMode;
 
 /// Model name served when none is configured.
 pub const DEFAULT_MODEL: &str = "sim-model";
@@ -29,6 +30,13 @@ pub struct SimConfig {
     pub record_capacity: usize,
     /// Faults injected from the start.
     pub faults: Faults,
+    /// The worker's role in a prefill/decode pair (`--mode`).
+    pub mode: PdMode,
+    /// Prefill mode: the bootstrap listener's port (`--bootstrap-port`); `None` picks a free one.
+    pub bootstrap_port: Option<u16>,
+    /// Decode mode: how long a request waits for its room's KV cache before it fails
+    /// (`--bootstrap-timeout-ms`; real time, not scaled).
+    pub bootstrap_timeout: std::time::Duration,
 }
 
 impl Default for SimConfig {
@@ -43,6 +51,9 @@ impl Default for SimConfig {
             default_max_tokens: 32,
             record_capacity: 1024,
             faults: Faults::default(),
+            mode: PdMode::Regular,
+            bootstrap_port: None,
+            bootstrap_timeout: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -97,6 +108,12 @@ impl SimConfig {
         }
         if self.max_running > tokio::sync::Semaphore::MAX_PERMITS {
             return Err(invalid("max-running", "too large"));
+        }
+        if self.mode != PdMode::Prefill && self.bootstrap_port.is_some() {
+            return Err(invalid("bootstrap-port", "needs --mode prefill"));
+        }
+        if self.mode == PdMode::Decode && self.bootstrap_timeout.is_zero() {
+            return Err(invalid("bootstrap-timeout-ms", "must be at least 1"));
         }
         self.faults.validate()
     }

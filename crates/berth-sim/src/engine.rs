@@ -211,6 +211,12 @@ impl Job {
     }
 
     /// Waits one decode step of the current batch.
+    /// Starts decoding without a prefill (a decode worker that received the KV cache).
+    pub(crate) fn skip_prefill(&mut self) {
+        self.engine.decoding.fetch_add(1, Ordering::Relaxed);
+        self.decoding = true;
+    }
+
     pub(crate) async fn decode_step(&self, slowdown: f64) {
         let batch = self.engine.decoding.load(Ordering::Relaxed);
         let delay = self.engine.latency.decode_step(batch, slowdown);

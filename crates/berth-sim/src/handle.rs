@@ -19,15 +19,33 @@ pub struct SimHandle {
     addr: SocketAddr,
     shared: Arc<Shared>,
     task: Option<JoinHandle<()>>,
+    bootstrap: Option<SocketAddr>,
 }
 
 impl SimHandle {
-    pub(crate) fn new(addr: SocketAddr, shared: Arc<Shared>, task: JoinHandle<()>) -> Self {
+    pub(crate) fn new(
+        addr: SocketAddr,
+        shared: Arc<Shared>,
+        task: JoinHandle<()>,
+        bootstrap: Option<SocketAddr>,
+    ) -> Self {
         Self {
             addr,
             shared,
             task: Some(task),
+            bootstrap,
         }
+    }
+
+    /// A prefill worker's bootstrap listener port (what `--prefill URL PORT` names); `None`
+    /// for other modes.
+    pub fn bootstrap_port(&self) -> Option<u16> {
+        self.bootstrap.map(|a| a.port())
+    }
+
+    /// Rooms this prefill worker finished that no decode worker has taken yet.
+    pub fn pending_rooms(&self) -> usize {
+        self.shared.rooms.pending()
     }
 
     /// The bound address.

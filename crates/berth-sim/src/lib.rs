@@ -17,6 +17,8 @@
 //! - `api` (private): every endpoint — generation in OpenAI, SGLang and Anthropic framing,
 //!   pooling endpoints, discovery, `/metrics`, and `/sim/*` controls.
 //! - `server`, `body`, `state` (private): the accept loop, response bodies, per-worker state.
+//! - [`pd`]: the prefill and decode roles of a disaggregated pair (`--mode`), the bootstrap
+//!   listener and the decode worker's wait for its room.
 //! - [`record`], [`stats`]: what the worker received and its counters.
 //! - `error` (re-exported): [`SimError`], the crate's one error enum.
 //!
@@ -46,6 +48,7 @@ pub mod faults;
 pub mod handle;
 pub mod kv;
 pub mod latency;
+pub mod pd;
 pub mod record;
 mod server;
 mod state;
@@ -58,5 +61,6 @@ pub use error::SimError;
 pub use faults::Faults;
 pub use handle::SimHandle;
 pub use latency::LatencyModel;
+pub use pd::PdMode;
 pub use record::RequestRecord;
 pub use stats::SimStats;

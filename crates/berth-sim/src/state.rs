@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use crate::config::SimConfig;
 use crate::engine::Engine;
 use crate::faults::FaultState;
+use crate::pd::RoomBoard;
 use crate::record::Recorder;
 use crate::stats::{Counters, SimStats};
 
@@ -32,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) recorder: Recorder,
     pub(crate) stop: watch::Sender<Stop>,
     pub(crate) started_unix: u64,
+    /// Prefill mode: rooms whose KV cache is ready for their decode worker.
+    pub(crate) rooms: RoomBoard,
 }
 
 impl Shared {
@@ -49,6 +52,7 @@ impl Shared {
             counters: Counters::default(),
             stop: watch::Sender::new(Stop::Run),
             started_unix: unix_now(),
+            rooms: RoomBoard::default(),
             config,
         }
     }

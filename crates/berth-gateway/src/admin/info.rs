@@ -27,7 +27,12 @@ const DEFAULT_OWNER: &str = "self_hosted";
 /// `GET /readiness`: 200 with SMG's counts while a worker is available, else 503.
 pub(crate) fn readiness(state: &AppState) -> Result<Response<ResBody>, GatewayError> {
     let view = state.registry.view();
-    if !view.any_available {
+    // PD mode: a pair needs a prefill worker too.
+    let prefill_ready = state
+        .pd
+        .as_ref()
+        .is_none_or(|pd| pd.registry.view().any_available);
+    if !view.any_available || !prefill_ready {
         return Err(GatewayError::NoAvailableWorkers);
     }
     let healthy = view

@@ -37,7 +37,7 @@ pub(crate) async fn add(
     query: Option<&str>,
 ) -> Result<Response<ResBody>, GatewayError> {
     let url = url_param(query)?;
-    let worker = register(state, &url).await?;
+    let worker = register(state, &url, None, None).await?;
     Ok(text(
         StatusCode::OK,
         format!("Successfully added worker: {}", worker.url),

@@ -6,7 +6,10 @@
 //! fields alongside (`circuit_breaker`, `requests_active`, `routing_keys_active`,
 //! `kv_capacity_tokens`). `POST` probes the new worker (`/health`, `/v1/models`) and registers
 //! it healthy or not; adding a worker moves no key. `{id}` is the id from the listing or the
-//! worker URL (percent-encoded); `DELETE` re-places only the removed worker's keys.
+//! worker URL (percent-encoded); `DELETE` re-places only the removed worker's keys. In PD mode
+//! (`--pd-disaggregation`) both pools are listed with their `worker_type` (`prefill`/`decode`)
+//! and a prefill worker's `bootstrap_port`; `POST` takes SMG's `worker_type` and
+//! `bootstrap_port` (see `pd/admin.rs`).
 
 use std::sync::Arc;
 
@@ -56,7 +59,8 @@ pub(crate) fn describe(state: &AppState, w: &Worker) -> serde_json::Value {
         "url": &*w.url,
         "model_id": s.models.first().map_or("unknown", |m| &**m),
         "models": s.models.iter().map(|m| serde_json::json!({"id": &**m})).collect::<Vec<_>>(),
-        "worker_type": "regular",
+        "worker_type": crate::pd::worker_type(state, w),
+        "bootstrap_port": crate::pd::bootstrap_port(state, w),
         "connection_mode": "http",
         "runtime_type": runtime_type(cards.first().and_then(|c| c.owned_by.as_deref())),
         "labels": labels,
@@ -73,31 +77,41 @@ pub(crate) fn describe(state: &AppState, w: &Worker) -> serde_json::Value {
     })
 }
 
+/// Every registered worker: the regular (or, in PD mode, decode) pool, then the prefill pool.
+fn all_workers(state: &AppState) -> Vec<Arc<Worker>> {
+    let mut all = state.registry.workers();
+    all.extend(crate::pd::prefill_workers(state));
+    all
+}
+
 /// `GET /workers`.
 pub(crate) fn list(state: &AppState) -> Response<ResBody> {
-    let workers: Vec<_> = state
-        .registry
-        .workers()
-        .iter()
-        .map(|w| describe(state, w))
-        .collect();
-    let total = workers.len();
+    let all = all_workers(state);
+    let count = |t: &str| {
+        all.iter()
+            .filter(|w| crate::pd::worker_type(state, w) == t)
+            .count()
+    };
+    let stats = serde_json::json!({
+        "prefill_count": count("prefill"),
+        "decode_count": count("decode"),
+        "regular_count": count("regular"),
+    });
+    let workers: Vec<_> = all.iter().map(|w| describe(state, w)).collect();
     json(
         StatusCode::OK,
         &serde_json::json!({
             "workers": workers,
-            "total": total,
-            "stats": {"prefill_count": 0, "decode_count": 0, "regular_count": total},
+            "total": all.len(),
+            "stats": stats,
         }),
     )
 }
 
-/// The registered worker with this id, or this URL (percent-encoded).
+/// The registered worker (either pool) with this id, or this URL (percent-encoded).
 fn find(state: &AppState, raw: &str) -> Result<Arc<Worker>, GatewayError> {
     let id = percent_decode(raw);
-    state
-        .registry
-        .workers()
+    all_workers(state)
         .into_iter()
         .find(|w| *w.url == *id || id.parse::<u32>().is_ok_and(|n| w.id.0 == n))
         .ok_or(GatewayError::WorkerNotFound(id))
@@ -112,9 +126,16 @@ pub(crate) fn get(state: &AppState, raw: &str) -> Result<Response<ResBody>, Gate
 #[derive(Deserialize)]
 struct AddWorker {
     url: String,
+    /// PD mode: `prefill` or `decode` (the default); `regular` outside PD mode (SMG's field).
+    #[serde(default)]
+    worker_type: Option<String>,
+    /// PD mode: a prefill worker's bootstrap port (absent or null: none).
+    #[serde(default)]
+    bootstrap_port: Option<u16>,
 }
 
-/// `POST /workers` with `{"url": "http://host:port"}`.
+/// `POST /workers` with `{"url": "http://host:port"}`; in PD mode also `"worker_type":
+/// "prefill"|"decode"` and, for a prefill worker, `"bootstrap_port"`.
 pub(crate) async fn add(
     state: &Arc<AppState>,
     body: Incoming,
@@ -126,17 +147,27 @@ pub(crate) async fn add(
         .to_bytes();
     let req: AddWorker =
         serde_json::from_slice(&bytes).map_err(|e| GatewayError::JsonParse(e.to_string()))?;
-    let worker = register(state, &req.url).await?;
+    let worker = register(
+        state,
+        &req.url,
+        req.worker_type.as_deref(),
+        req.bootstrap_port,
+    )
+    .await?;
     Ok(json(StatusCode::CREATED, &describe(state, &worker)))
 }
 
-/// Probes `url` and registers it (healthy or not); shared with the legacy `/add_worker`.
+/// Probes `url` and registers it (healthy or not) in the pool `worker_type` names (PD mode);
+/// shared with the legacy `/add_worker` (no type: the regular or decode pool).
 pub(crate) async fn register(
     state: &Arc<AppState>,
     url: &str,
+    worker_type: Option<&str>,
+    bootstrap_port: Option<u16>,
 ) -> Result<Arc<Worker>, GatewayError> {
     let addr = WorkerAddr::parse(url).map_err(GatewayError::BadRequest)?;
-    if state.registry.workers().iter().any(|w| &*w.url == url) {
+    let registry = crate::pd::registry_for(state, worker_type, bootstrap_port)?;
+    if all_workers(state).iter().any(|w| &*w.url == url) {
         return Err(GatewayError::BadRequest(format!(
             "worker `{url}` is already registered"
         )));
@@ -152,7 +183,14 @@ pub(crate) async fn register(
         (Vec::new(), None)
     };
     let models = cards.iter().map(|c| c.id.clone()).collect();
-    let worker = state.registry.add(url, models, healthy)?;
+    let worker = registry.add(url, models, healthy)?;
+    if let Some(pd) = state
+        .pd
+        .as_ref()
+        .filter(|pd| Arc::ptr_eq(registry, &pd.registry))
+    {
+        pd.set_port(url, bootstrap_port);
+    }
     worker.set_cards(cards);
     if let Some(tokens) = kv {
         worker.stats.set_kv_capacity_tokens(tokens);
@@ -172,6 +210,7 @@ pub(crate) fn unregister(state: &AppState, id_or_url: &str) -> Result<Arc<Worker
     let worker = state
         .registry
         .remove(id_or_url)
+        .or_else(|| crate::pd::remove_prefill(state, id_or_url))
         .ok_or_else(|| GatewayError::WorkerNotFound(id_or_url.to_owned()))?;
     tracing::info!(worker = %worker.url, "worker removed");
     Ok(worker)

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::{Args, socket_addr};
 use crate::config::{GatewayConfig, Secret, defaults};
 use crate::error::GatewayError;
+use crate::pd::{PdSettings, PrefillUrl};
 use crate::routing::{AssignmentMode, PolicyKind};
 use crate::store::StoreSettings;
 
@@ -123,9 +124,52 @@ impl GatewayConfig {
             socket_addr(prom_host, prom_port)
                 .map_err(|e| GatewayError::Config(format!("--prometheus-host: {e}")))?,
         );
+        c.pd = pd_settings(args, &mut c)?;
         c.validate()?;
         Ok(c)
     }
+}
+
+/// `--pd-disaggregation` and its flags: the decode workers become the regular pool (with the
+/// decode policy), the prefill workers the second. PD flags without `--pd-disaggregation`, and
+/// `--worker-urls` with it, are refused.
+fn pd_settings(args: &Args, c: &mut GatewayConfig) -> Result<Option<PdSettings>, GatewayError> {
+    let bad = |msg: &str| Err(GatewayError::Config(msg.to_owned()));
+    if !args.pd_disaggregation {
+        let stray = [
+            ("--prefill", !args.prefill.is_empty()),
+            ("--decode", !args.decode.is_empty()),
+            ("--prefill-policy", args.prefill_policy.is_some()),
+            ("--decode-policy", args.decode_policy.is_some()),
+        ];
+        return match stray.iter().find(|(_, given)| *given) {
+            Some((flag, _)) => bad(&format!("{flag}: needs --pd-disaggregation")),
+            None => Ok(None),
+        };
+    }
+    if !args.worker_urls.is_empty() {
+        return bad(
+            "--worker-urls: not used with --pd-disaggregation (give --prefill and --decode)",
+        );
+    }
+    let policy = |flag: &str, value: &Option<String>| -> Result<PolicyKind, GatewayError> {
+        match value {
+            Some(p) => p
+                .parse::<PolicyKind>()
+                .map_err(|e| GatewayError::Config(format!("{flag}: {e}"))),
+            None => Ok(c.router.policy),
+        }
+    };
+    let prefill_policy = policy("--prefill-policy", &args.prefill_policy)?;
+    let decode_policy = policy("--decode-policy", &args.decode_policy)?;
+    let prefill = PrefillUrl::parse_all(&args.prefill)
+        .map_err(|e| GatewayError::Config(format!("--prefill: {e}")))?;
+    c.worker_urls = args.decode.clone();
+    c.router.policy = decode_policy;
+    Ok(Some(PdSettings {
+        prefill,
+        prefill_policy,
+    }))
 }
 
 /// `--sticky-store*`; the tuning flags without `--sticky-store` are refused (they would do

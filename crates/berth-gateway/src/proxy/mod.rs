@@ -12,17 +12,24 @@
 //! - `deadline.rs`: how long a client's body may take (stalled or in all), and reading a
 //!   buffered body within it.
 //! - `wait.rs`: the worker's `--request-timeout-secs`, counted from the end of the upload.
-//! - `handler.rs`: one request: body path, routing decision, forwarding, retries, response.
+//! - `handler.rs`: one request as named stages: inspect (`prepare.rs`), route (`route.rs`),
+//!   dispatch (`dispatch.rs` for the regular request, `pd/` for a prefill/decode pair), respond
+//!   (`respond.rs`).
 
 mod deadline;
+mod dispatch;
 mod endpoint;
 mod handler;
 mod headers;
 mod held;
 mod inspect;
 mod lookahead;
+mod pd;
+mod prepare;
 mod rank;
 mod replay;
+mod respond;
+mod route;
 mod wait;
 
 pub(crate) use endpoint::Endpoint;

@@ -74,6 +74,13 @@ impl Registry {
         }
     }
 
+    /// Numbers this registry's workers from `first` on (a second pool, e.g. PD prefill workers,
+    /// must not share ids with the first).
+    pub(crate) fn with_first_id(self, first: u32) -> Self {
+        self.next_id.store(first, Ordering::Relaxed);
+        self
+    }
+
     /// The current view (cheap: one atomic load and a refcount).
     pub(crate) fn view(&self) -> Arc<View> {
         self.view.load_full()

@@ -17,6 +17,7 @@ use crate::SimError;
 use crate::body::SimBody;
 use crate::engine::Job;
 use crate::faults::Faults;
+use crate::pd::{Role, RoomInfo};
 use crate::state::{Shared, unix_now};
 use crate::stats::Counters;
 use crate::tokenize::{Answer, Token};
@@ -56,6 +57,8 @@ pub(crate) struct Call {
     pub(crate) rid: Option<String>,
     pub(crate) seq: u64,
     pub(crate) faults: Faults,
+    /// Its part in a prefill/decode pair.
+    pub(crate) role: Role,
 }
 
 fn describe(call: &Call, job: &Job, text: String, n: u32, finish: Finish) -> Generation {
@@ -86,6 +89,10 @@ fn describe(call: &Call, job: &Job, text: String, n: u32, finish: Finish) -> Gen
 }
 
 fn limit(call: &Call) -> (u32, Finish) {
+    // A prefill server generates the first token only; the decode server does the rest.
+    if matches!(call.role, Role::Prefill { .. }) {
+        return (1, Finish::Length);
+    }
     match call.req.max_tokens {
         Some(n) => (n, Finish::Length),
         None => (call.shared.config.default_max_tokens, Finish::Stop),
@@ -97,11 +104,30 @@ async fn start(call: &mut Call) -> Result<(Job, Generation, Answer), SimError> {
     let prompt = std::mem::take(&mut call.req.prompt);
     let mut job = call.shared.engine.admit(&call.model, prompt).await?;
     let c = &call.shared.counters;
+    // A decode worker received the prompt's KV cache: no prefill here, and the prefix-cache hit
+    // it reports is the prefill worker's.
+    let cached = match call.role {
+        Role::Decode(RoomInfo { cached_tokens, .. }) => cached_tokens,
+        Role::Regular | Role::Prefill { .. } => job.cached_tokens(),
+    };
     Counters::bump(&c.prompt_tokens, job.prompt_tokens());
-    Counters::bump(&c.cached_tokens, job.cached_tokens());
-    job.prefill(call.faults.slowdown).await;
+    Counters::bump(&c.cached_tokens, cached);
+    match call.role {
+        Role::Decode(_) => job.skip_prefill(),
+        Role::Regular | Role::Prefill { .. } => job.prefill(call.faults.slowdown).await,
+    }
+    if let Role::Prefill { room } = call.role {
+        call.shared.rooms.ready(
+            room,
+            RoomInfo {
+                prompt_tokens: job.prompt_tokens(),
+                cached_tokens: cached,
+            },
+        );
+    }
     let (n, finish) = limit(call);
-    let generation = describe(call, &job, String::new(), n, finish);
+    let mut generation = describe(call, &job, String::new(), n, finish);
+    generation.cached_tokens = cached;
     let answer = Answer::new(job.prompt());
     Ok((job, generation, answer))
 }

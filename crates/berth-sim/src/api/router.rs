@@ -13,6 +13,7 @@ use super::generation::{self, Call};
 use super::request::{self, GenApi};
 use super::respond::{self, SimResponse};
 use super::{control, discovery, metrics, pooling};
+use crate::pd::{Bootstrap, PdMode, Role, wait_for_room};
 use crate::record::RequestRecord;
 use crate::state::Shared;
 use crate::stats::Counters;
@@ -177,8 +178,13 @@ async fn inference(
                     wanted - req.prompt.len() as u64,
                 ));
             }
+            let role = match pd_role(shared, &body).await {
+                Ok(role) => role,
+                Err(resp) => return resp,
+            };
             let stream = req.stream;
             let call = Call {
+                role,
                 shared: Arc::clone(shared),
                 req,
                 model,
@@ -195,5 +201,32 @@ async fn inference(
         Inference::Embeddings => pooling::embeddings(shared, &model, &body),
         Inference::Rerank => pooling::rerank(shared, &model, &body),
         Inference::Classify => pooling::classify(shared, &model, &body),
+    }
+}
+
+/// The request's part in a prefill/decode pair. A PD-mode worker refuses a request without the
+/// bootstrap fields (400); a decode worker waits here, before answering anything, for the room's
+/// KV cache (500 when it never comes).
+async fn pd_role(shared: &Shared, body: &Value) -> Result<Role, SimResponse> {
+    match shared.config.mode {
+        PdMode::Regular => Ok(Role::Regular),
+        PdMode::Prefill => Bootstrap::of(body, false)
+            .map(|b| Role::Prefill { room: b.room })
+            .map_err(|m| respond::bad_request(&m)),
+        PdMode::Decode => {
+            let b = Bootstrap::of(body, true).map_err(|m| respond::bad_request(&m))?;
+            wait_for_room(&b, shared.config.bootstrap_timeout)
+                .await
+                .map(Role::Decode)
+                .map_err(|m| {
+                    tracing::warn!(room = b.room, error = %m, "KV transfer failed");
+                    respond::error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "InternalServerError",
+                        &m,
+                        None,
+                    )
+                })
+        }
     }
 }

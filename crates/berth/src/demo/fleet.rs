@@ -1,8 +1,9 @@
-//! Four simulated workers and a gateway in front of them, all in this process.
+//! Four simulated workers and a gateway in front of them, all in this process (for a PD row,
+//! two in prefill mode and two in decode mode).
 
 use anyhow::Context;
 use berth_gateway::{Gateway, GatewayConfig, GatewayHandle};
-use berth_sim::{SimHandle, SimWorker};
+use berth_sim::{PdMode, SimHandle, SimWorker};
 use tokio::net::TcpListener;
 
 use super::scenario::Scenario;
@@ -22,10 +23,16 @@ impl Fleet {
     /// Starts the workers, then a gateway configured for `scenario`.
     pub(super) async fn start(scenario: &Scenario, shape: &FleetShape) -> anyhow::Result<Self> {
         let mut workers = Vec::with_capacity(WORKERS);
-        for _ in 0..WORKERS {
+        for i in 0..WORKERS {
             let listener = TcpListener::bind(("127.0.0.1", 0))
                 .await
                 .context("binding a sim worker")?;
+            // PD: the first half prefill, the second half decode.
+            let mode = match (scenario.pd, i < WORKERS / 2) {
+                (false, _) => PdMode::Regular,
+                (true, true) => PdMode::Prefill,
+                (true, false) => PdMode::Decode,
+            };
             let worker = SimWorker::builder()
                 .kv_capacity_tokens(shape.kv_capacity_tokens)
                 .prefill_tokens_per_sec(shape.prefill_tokens_per_sec)
@@ -34,15 +41,35 @@ impl Fleet {
                 .time_scale(shape.time_scale)
                 .max_running(64)
                 .record_capacity(0)
+                .mode(mode)
                 .try_spawn(listener)
                 .context("starting a sim worker")?;
             workers.push(worker);
         }
-        let args = berth_gateway::cli::Args {
-            worker_urls: workers.iter().map(SimHandle::url).collect(),
-            policy: Some(scenario.policy.to_owned()),
-            routing_key_override: scenario.routing_key_override,
-            ..Default::default()
+        let urls = workers.iter().map(SimHandle::url);
+        let args = if scenario.pd {
+            let (prefill, decode) = workers.split_at(WORKERS / 2);
+            berth_gateway::cli::Args {
+                pd_disaggregation: true,
+                prefill: prefill
+                    .iter()
+                    .map(|w| match w.bootstrap_port() {
+                        Some(port) => format!("{} {port}", w.url()),
+                        None => w.url(),
+                    })
+                    .collect(),
+                decode: decode.iter().map(SimHandle::url).collect(),
+                policy: Some(scenario.policy.to_owned()),
+                routing_key_override: scenario.routing_key_override,
+                ..Default::default()
+            }
+        } else {
+            berth_gateway::cli::Args {
+                worker_urls: urls.collect(),
+                policy: Some(scenario.policy.to_owned()),
+                routing_key_override: scenario.routing_key_override,
+                ..Default::default()
+            }
         };
         let mut config = GatewayConfig::from_args(&args).context("gateway configuration")?;
         // The demo reads its figures from the bench, not Prometheus: bind no fixed port.

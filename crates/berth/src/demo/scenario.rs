@@ -20,6 +20,8 @@ pub(super) struct Scenario {
     pub(super) routing_key_override: bool,
     /// `--session-routing` of the bench.
     pub(super) session_routing: &'static str,
+    /// `--pd-disaggregation`: the fleet is 2 prefill + 2 decode workers, `policy` on both legs.
+    pub(super) pd: bool,
 }
 
 /// The original rows, baseline first.
@@ -29,30 +31,35 @@ pub(super) const SCENARIOS: [Scenario; 6] = [
         policy: "round_robin",
         routing_key_override: false,
         session_routing: "none",
+        pd: false,
     },
     Scenario {
         label: "cache_aware",
         policy: "cache_aware",
         routing_key_override: false,
         session_routing: "none",
+        pd: false,
     },
     Scenario {
         label: "cache_aware + override (rid)",
         policy: "cache_aware",
         routing_key_override: true,
         session_routing: "rid",
+        pd: false,
     },
     Scenario {
         label: "manual",
         policy: "manual",
         routing_key_override: false,
         session_routing: "smg_routing_key",
+        pd: false,
     },
     Scenario {
         label: "consistent_hashing",
         policy: "consistent_hashing",
         routing_key_override: false,
         session_routing: "smg_routing_key",
+        pd: false,
     },
     // berth's own policy; it honours routing keys like manual.
     Scenario {
@@ -60,8 +67,19 @@ pub(super) const SCENARIOS: [Scenario; 6] = [
         policy: "ttft_aware",
         routing_key_override: false,
         session_routing: "smg_routing_key",
+        pd: false,
     },
 ];
+
+/// The PD row (issue #10), after the original rows: `manual` on both legs of a fleet of 2
+/// prefill + 2 decode workers (the prefix cache lives on the prefill workers).
+pub(super) const PD_SCENARIO: Scenario = Scenario {
+    label: "PD manual (2P+2D)",
+    policy: "manual",
+    routing_key_override: false,
+    session_routing: "smg_routing_key",
+    pd: true,
+};
 
 /// The agentic rows (issue #8), baseline first. A row whose policy this build's gateway does
 /// not know is left out at run time (see [`available`]), so a policy's row can be listed before
@@ -113,7 +131,9 @@ impl RowSet {
 pub(super) fn row_sets(args: &Args) -> Vec<RowSet> {
     let mut sets = Vec::new();
     if args.quick || args.sessions > 0 {
-        sets.push(RowSet::new("", Workload::classic(args), &SCENARIOS));
+        let mut rows = SCENARIOS.to_vec();
+        rows.push(PD_SCENARIO);
+        sets.push(RowSet::new("", Workload::classic(args), &rows));
     }
     if args.quick || args.agentic_sessions > 0 {
         sets.push(RowSet::new(
@@ -128,7 +148,13 @@ pub(super) fn row_sets(args: &Args) -> Vec<RowSet> {
 /// Runs one scenario on a fresh fleet.
 pub(super) async fn run(scenario: &Scenario, workload: &Workload) -> anyhow::Result<RunOutput> {
     let fleet = Fleet::start(scenario, &workload.fleet).await?;
-    let flags = workload.bench_flags(&fleet.url(), scenario.session_routing);
+    let mut flags = workload.bench_flags(&fleet.url(), scenario.session_routing);
+    if scenario.pd {
+        // The bench sees the decode workers (they answer); the load figures are over those.
+        if let Some(i) = flags.iter().position(|f| f == "--expected-workers") {
+            flags[i + 1] = (super::fleet::WORKERS / 2).to_string();
+        }
+    }
     let config = BenchArgs::from_flags(flags)
         .and_then(|args| BenchConfig::try_from_args(&args))
         .context("bench configuration")?;

@@ -1,7 +1,7 @@
 //! The demo end to end on tiny workloads, both row sets.
 #![allow(clippy::unwrap_used)]
 
-use super::scenario::{AGENTIC_SCENARIOS, SCENARIOS, available};
+use super::scenario::{AGENTIC_SCENARIOS, PD_SCENARIO, SCENARIOS, available};
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -33,13 +33,18 @@ async fn demo_runs_every_scenario_and_writes_the_report() {
         .filter(|s| available(s))
         .map(|s| format!("agentic: {}", s.label))
         .collect();
-    let labels = SCENARIOS.iter().map(|s| s.label.to_owned()).chain(agentic);
+    let labels = SCENARIOS
+        .iter()
+        .chain([&PD_SCENARIO])
+        .map(|s| s.label.to_owned())
+        .chain(agentic);
     for label in labels {
         assert!(html.contains(&label), "{label}");
         let m = &summary[&label];
         assert_eq!(m["failed"], 0, "{label}: {m}");
         assert!(m["ok"].as_u64().unwrap() > 0, "{label}");
-        assert_eq!(m["fleet_size"], 4, "{label}");
+        let fleet = if label == PD_SCENARIO.label { 2 } else { 4 };
+        assert_eq!(m["fleet_size"], fleet, "{label}");
         assert!(
             m["uncached_max_over_mean"].as_f64().unwrap() >= 1.0,
             "{label}"
@@ -51,6 +56,7 @@ async fn demo_runs_every_scenario_and_writes_the_report() {
         assert!(tables[1].contains(&format!("--policy {}", s.policy)));
     }
     // Key-based routing keeps every session on one worker, in both sets.
+    assert_eq!(summary[PD_SCENARIO.label]["stickiness"]["ratio"], 1.0);
     for label in [
         "manual",
         "consistent_hashing",

@@ -1,0 +1,204 @@
+//! Stage 1 of a proxied request: inspect it.
+//!
+//! Decide whether the body must be read (the core's `body_path`; `data_parallel_rank` when the
+//! worker view holds `<url>@<rank>` workers; always in PD mode, where the bootstrap fields are
+//! written into it), count it, and read it with the `--max-payload-size` limit, or leave it to
+//! stream. Then check its model against the workers (as they are once the body is in) and count
+//! the request.
+
+use std::sync::Arc;
+
+use http::{HeaderMap, header};
+
+use super::Endpoint;
+use super::deadline::{BodyDeadline, read_body};
+use super::headers::{HeaderMapSource, ROUTING_TOKENS};
+use super::held::Held;
+use super::inspect::{Inspected, inspect};
+use super::lookahead::{LateCheck, Lookahead, read_ahead};
+use super::replay::{CAPTURE_LIMIT, Replayable};
+use crate::error::GatewayError;
+use crate::metrics::{BodyPathLabels, RequestLabels};
+use crate::registry::View;
+use crate::request_body::ClientBody;
+use crate::routing::{BodyPath, PolicyKind, parse_routing_tokens};
+use crate::state::AppState;
+
+/// The body-path reason when PD mode reads the body to add the bootstrap fields.
+const PD_BOOTSTRAP: &str = "pd_bootstrap";
+
+/// What the later stages know about the request.
+pub(crate) struct Prepared {
+    pub(crate) parts: http::request::Parts,
+    pub(crate) held: Held,
+    pub(crate) inspected: Inspected,
+    /// A valid `x-smg-routing-tokens` hint.
+    pub(crate) tokens: Option<Vec<u32>>,
+    /// Whether routing read the body (so `inspected.stream` is known).
+    pub(crate) inspect_body: bool,
+    /// The workers as they were when the body was in.
+    pub(crate) view: Arc<View>,
+}
+
+impl Prepared {
+    /// The model the request names, or the fleet's only model.
+    pub(crate) fn model(&self) -> Option<&str> {
+        self.inspected
+            .model
+            .as_deref()
+            .or(self.view.snapshot.only_model().map(|m| &**m))
+    }
+}
+
+/// Whether a policy routes on the prompt text.
+fn wants_text(policy: PolicyKind) -> bool {
+    matches!(policy, PolicyKind::CacheAware | PolicyKind::TtftAware)
+}
+
+/// Reads (or holds for streaming) the body, checks its model and counts the request.
+pub(crate) async fn prepare(
+    state: &Arc<AppState>,
+    endpoint: Endpoint,
+    parts: http::request::Parts,
+    body: ClientBody,
+) -> Result<Prepared, GatewayError> {
+    let deadline = BodyDeadline::new(state.config.body_timeouts, tokio::time::Instant::now());
+    let view = state.registry.view();
+    let tokens = parts
+        .headers
+        .get(ROUTING_TOKENS)
+        .and_then(|v| parse_routing_tokens(v.as_bytes()));
+    let pd = state.pd.as_ref();
+    let core_path = match pd {
+        // Both legs' routers may want the body; it is read anyway.
+        Some(_) => BodyPath::Buffered(PD_BOOTSTRAP),
+        None => state.router.request_body_path(
+            &HeaderMapSource(&parts.headers),
+            tokens.is_some(),
+            view.multi_model,
+            &view.snapshot,
+            state.clock.now(),
+        ),
+    };
+    // Routing reads the body only when the core asks; rank workers need it held to add the rank.
+    let inspect_body = matches!(core_path, BodyPath::Buffered(_));
+    let body_path = match core_path {
+        BodyPath::Streamed(_) if view.data_parallel => BodyPath::Buffered("data_parallel_rank"),
+        path => path,
+    };
+    let buffered = matches!(body_path, BodyPath::Buffered(_));
+    state
+        .metrics
+        .body_path
+        .get_or_create(&BodyPathLabels {
+            path: body_path.path(),
+            reason: body_path.reason(),
+        })
+        .inc();
+    let max = state.config.max_payload_size;
+    if content_length(&parts.headers).is_some_and(|n| n > max as u64) {
+        return Err(GatewayError::PayloadTooLarge(max));
+    }
+    // `stream` for the requests metric: `None` when the body was not read as a JSON object.
+    let (held, inspected, stream) = if inspect_body {
+        let bytes = read_body(body, max, deadline).await?;
+        let text_policy = wants_text(state.config.router.policy)
+            || pd.is_some_and(|pd| wants_text(pd.router.policy()));
+        let want_text = text_policy && tokens.is_none();
+        let inspected = inspect(&bytes, want_text)?;
+        let stream = Some(inspected.stream);
+        (Held::Buffered(bytes), inspected, stream)
+    } else if buffered {
+        // Held only for the rank: routing sees what a streamed body gives it (nothing), and a
+        // body that is not JSON is no error here.
+        let bytes = read_body(body, max, deadline).await?;
+        let read = inspect(&bytes, false).ok();
+        let stream = read.as_ref().map(|i| i.stream);
+        // Routing sees nothing of the body, but its model is still checked.
+        let inspected = Inspected {
+            model: read.and_then(|i| i.model),
+            ..Inspected::default()
+        };
+        (Held::Buffered(bytes), inspected, stream)
+    } else {
+        let capture = if state.config.retry_max_retries > 0 {
+            CAPTURE_LIMIT
+        } else {
+            0
+        };
+        let mut body = body;
+        // Workers that list models: learn the body's `model` from its first frames (a model no
+        // worker serves is refused before any byte goes out), and keep checking past them.
+        let (ahead, late) = if view.models.is_empty() {
+            (Lookahead::default(), None)
+        } else {
+            let mut ahead = read_ahead(&mut body, max, deadline).await?;
+            let late = ahead.scan.found().is_none().then(|| LateCheck {
+                scan: std::mem::take(&mut ahead.scan),
+                known: view.models.clone(),
+            });
+            (ahead, late)
+        };
+        let inspected = Inspected {
+            model: ahead.model().map(str::to_owned),
+            ..Inspected::default()
+        };
+        (
+            Held::Stream(Replayable::new(body, ahead, late, capture, max, deadline)),
+            inspected,
+            None,
+        )
+    };
+    // Reading the body (or its first frames) can take a while: route on the workers as they are
+    // now, not as they were when the head arrived (a worker removed or opened meanwhile must not be chosen).
+    let view = state.registry.view();
+    let prepared = Prepared {
+        parts,
+        held,
+        inspected,
+        tokens,
+        inspect_body,
+        view,
+    };
+    let view = &prepared.view;
+    if let Some(m) = prepared
+        .inspected
+        .model
+        .as_deref()
+        .filter(|m| !view.models.is_empty() && !view.snapshot.serves_model(m))
+    {
+        return Err(GatewayError::ModelNotFound(m.to_owned()));
+    }
+    state
+        .metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            model: model_label(&view.models, prepared.model()),
+            endpoint: endpoint.as_str(),
+            streaming: match stream {
+                None => "unknown",
+                Some(true) => "true",
+                Some(false) => "false",
+            },
+        })
+        .inc();
+    Ok(prepared)
+}
+
+/// The model as a metric label: one of the workers' models (sharing the registry's `Arc`), else
+/// `unknown`, so client-chosen strings never become label values.
+fn model_label(known: &[Arc<str>], model: Option<&str>) -> Arc<str> {
+    model
+        .and_then(|model| known.iter().find(|m| ***m == *model))
+        .cloned()
+        .unwrap_or_else(|| Arc::from("unknown"))
+}
+
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}

@@ -1,0 +1,152 @@
+//! Stage 2 of a proxied request: route it.
+//!
+//! [`RouteFacts`] is what the core may know about the request, borrowed from the inspected
+//! request; the same facts route the regular request and, in PD mode, each of its two legs (on
+//! the leg's own router and worker view, with the leg in the request so pins stay apart).
+
+use super::Endpoint;
+use super::headers::HeaderMapSource;
+use super::inspect::Inspected;
+use crate::error::GatewayError;
+use crate::metrics::{BranchLabels, LegBranchLabels, SourceLabels};
+use crate::registry::{View, Worker};
+use crate::routing::{Branch, Decision, Error as RouteError, Leg, RouteRequest, Router, WorkerId};
+use crate::state::{AppState, with_rng};
+
+/// The facts of one request that routing may use.
+pub(crate) struct RouteFacts<'a> {
+    headers: HeaderMapSource<'a>,
+    rid: Option<&'a str>,
+    /// The model the request names, or the fleet's only model.
+    pub(crate) model: Option<&'a str>,
+    text: Option<&'a str>,
+    tokens: Option<&'a [u32]>,
+    stream: Option<bool>,
+}
+
+impl<'a> RouteFacts<'a> {
+    pub(crate) fn new(
+        endpoint: Endpoint,
+        parts: &'a http::request::Parts,
+        inspected: &'a Inspected,
+        tokens: Option<&'a [u32]>,
+        inspect_body: bool,
+        view: &'a View,
+    ) -> Self {
+        Self {
+            headers: HeaderMapSource(&parts.headers),
+            rid: inspected.rid.as_deref().filter(|_| endpoint.reads_rid()),
+            model: inspected
+                .model
+                .as_deref()
+                .or(view.snapshot.only_model().map(|m| &**m)),
+            text: inspected.text.as_deref(),
+            tokens,
+            stream: inspect_body.then_some(inspected.stream),
+        }
+    }
+
+    /// One decision for `leg` on `router` over `view`, treating `exclude` as unavailable.
+    pub(crate) fn route(
+        &self,
+        state: &AppState,
+        router: &Router,
+        leg: Leg,
+        view: &View,
+        exclude: &[WorkerId],
+    ) -> Result<Decision, RouteError> {
+        let req = RouteRequest {
+            rid: self.rid,
+            headers: &self.headers,
+            model: self.model,
+            leg,
+            text: self.text,
+            tokens: self.tokens,
+            exclude,
+            stream: self.stream,
+        };
+        let now = state.clock.now();
+        with_rng(|rng| router.route(&req, &view.snapshot, now, rng))
+    }
+}
+
+/// A routing refusal as the gateway's error (counting `no_healthy_workers` for a pin-keeping
+/// router).
+pub(crate) fn route_error(state: &AppState, router: &Router, e: RouteError) -> GatewayError {
+    match e {
+        RouteError::MissingRoutingKey => GatewayError::MissingRoutingKey {
+            policy: router.policy().as_str(),
+        },
+        RouteError::NoAvailableWorkers => {
+            // A pin-keeping router reports every decision's branch, refusals included.
+            if router.keeps_pins() {
+                state
+                    .metrics
+                    .branch
+                    .get_or_create(&BranchLabels {
+                        branch: Branch::NoHealthyWorkers.as_str(),
+                    })
+                    .inc();
+            }
+            GatewayError::NoAvailableWorkers
+        }
+        RouteError::Config { .. } => GatewayError::Config(e.to_string()),
+    }
+}
+
+/// Counts a decision's branch and key source, and logs a keyed decision.
+pub(crate) fn record_decision(
+    state: &AppState,
+    d: &Decision,
+    worker: &Worker,
+    leg: Leg,
+    model: Option<&str>,
+) {
+    // Every decision of a pin-keeping router has a branch, keyless ones (`no_routing_id`)
+    // included.
+    let branch = d.branch.map(|b| b.as_str());
+    if let Some(branch) = branch {
+        state
+            .metrics
+            .branch
+            .get_or_create(&BranchLabels { branch })
+            .inc();
+        if leg != Leg::Regular {
+            state
+                .metrics
+                .pd_branch
+                .get_or_create(&LegBranchLabels {
+                    leg: leg_name(leg),
+                    branch,
+                })
+                .inc();
+        }
+    }
+    if let Some(key) = &d.key {
+        state
+            .metrics
+            .key_source
+            .get_or_create(&SourceLabels {
+                source: key.source.as_str(),
+            })
+            .inc();
+        tracing::debug!(
+            source = key.source.as_str(),
+            key = %key.key,
+            branch = branch.unwrap_or("policy"),
+            worker = %worker.url,
+            leg = leg_name(leg),
+            model = model.unwrap_or(""),
+            "Sticky routing decision"
+        );
+    }
+}
+
+/// The leg as a log field and metric label.
+pub(crate) fn leg_name(leg: Leg) -> &'static str {
+    match leg {
+        Leg::Regular => "regular",
+        Leg::Prefill => "prefill",
+        Leg::Decode => "decode",
+    }
+}

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::body::ResBody;
 use crate::error::GatewayError;
-use crate::registry::{Worker, WorkerAddr, fetch_kv_capacity, fetch_models};
+use crate::registry::Worker;
 use crate::routing::BreakerState;
 use crate::state::AppState;
 
@@ -77,21 +77,9 @@ pub(crate) async fn add(
         .to_bytes();
     let req: AddWorker =
         serde_json::from_slice(&bytes).map_err(|e| GatewayError::JsonParse(e.to_string()))?;
-    let addr = WorkerAddr::parse(&req.url).map_err(GatewayError::BadRequest)?;
     let timeout = state.config.health.timeout;
-    let healthy = crate::registry::probe_health(&state.client, &addr, timeout).await;
-    let (models, kv) = if healthy {
-        tokio::join!(
-            fetch_models(&state.client, &addr, timeout),
-            fetch_kv_capacity(&state.client, &addr, timeout)
-        )
-    } else {
-        (Vec::new(), None)
-    };
-    let worker = state.registry.add(&req.url, models, healthy)?;
-    if let Some(tokens) = kv {
-        worker.stats.set_kv_capacity_tokens(tokens);
-    }
+    let worker = crate::registry::join(&state.registry, &state.client, &req.url, timeout).await?;
+    let healthy = worker.state().health.is_healthy();
     tracing::info!(worker = %worker.url, healthy, "worker added");
     Ok(json(StatusCode::CREATED, &describe(state, &worker)))
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config::{GatewayConfig, Secret, defaults};
+use crate::discovery::DiscoverySettings;
 use crate::error::GatewayError;
 use crate::routing::{AssignmentMode, PolicyKind};
 use crate::store::StoreSettings;
@@ -186,6 +187,15 @@ pub struct Args {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// Service discovery provider: file (kubernetes is not supported yet) [default: none].
+    #[arg(long)]
+    pub discovery_provider: Option<String>,
+    /// File discovery: the JSON manifest of workers, reread when it changes.
+    #[arg(long)]
+    pub discovery_file: Option<PathBuf>,
+    /// Seconds between full rereads of the discovery manifest [default: 30].
+    #[arg(long)]
+    pub discovery_check_interval_secs: Option<u64>,
 }
 
 impl Args {
@@ -274,6 +284,11 @@ impl Args {
                 .request_body_idle_timeout_secs
                 .or(file.request_body_idle_timeout_secs),
             config: self.config,
+            discovery_provider: self.discovery_provider.or(file.discovery_provider),
+            discovery_file: self.discovery_file.or(file.discovery_file),
+            discovery_check_interval_secs: self
+                .discovery_check_interval_secs
+                .or(file.discovery_check_interval_secs),
         }
     }
 
@@ -408,6 +423,7 @@ impl GatewayConfig {
             c.header_read_timeout = (secs > 0).then(|| Duration::from_secs(secs));
         }
         c.sticky_store = store_settings(args)?;
+        c.discovery = discovery_settings(args)?;
         if let Some(secs) = args.request_body_timeout_secs {
             c.body_timeouts.total = (secs > 0).then(|| Duration::from_secs(secs));
         }
@@ -465,6 +481,41 @@ fn store_settings(args: &Args) -> Result<Option<StoreSettings>, GatewayError> {
     );
     set(&mut s.prefix, args.sticky_store_prefix.clone());
     Ok(Some(s))
+}
+
+/// `--discovery-*`: a provider needs its own flags, and those flags need a provider.
+fn discovery_settings(args: &Args) -> Result<Option<DiscoverySettings>, GatewayError> {
+    let bad = |m: &str| Err(GatewayError::Config(m.to_owned()));
+    let mut settings = match args.discovery_provider.as_deref() {
+        None => {
+            if args.discovery_file.is_some() {
+                return bad("--discovery-file: needs --discovery-provider file");
+            }
+            if args.discovery_check_interval_secs.is_some() {
+                return bad("--discovery-check-interval-secs: needs --discovery-provider");
+            }
+            return Ok(None);
+        }
+        Some("file") => match &args.discovery_file {
+            Some(path) => DiscoverySettings::file(path.clone()),
+            None => return bad("--discovery-provider file: needs --discovery-file PATH"),
+        },
+        Some("kubernetes" | "k8s") => {
+            return bad(
+                "--discovery-provider: kubernetes discovery is not supported yet (use file, \
+                 e.g. a manifest kept up to date by a sidecar)",
+            );
+        }
+        Some(other) => {
+            return Err(GatewayError::Config(format!(
+                "--discovery-provider: unknown provider `{other}` (expected file)"
+            )));
+        }
+    };
+    if let Some(secs) = args.discovery_check_interval_secs {
+        settings.check_interval = Duration::from_secs(secs);
+    }
+    Ok(Some(settings))
 }
 
 fn set<T>(slot: &mut T, value: Option<T>) {

@@ -9,6 +9,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::discovery::DiscoverySettings;
 use crate::error::GatewayError;
 use crate::routing::{Router, RouterOptions};
 use crate::store::StoreSettings;
@@ -131,6 +132,9 @@ pub struct GatewayConfig {
     pub sticky_store: Option<StoreSettings>,
     /// Limits on how long the gateway waits for a client's request body.
     pub body_timeouts: BodyTimeouts,
+    /// Service discovery (`--discovery-provider`); `None`: workers come from `--worker-urls` and
+    /// the admin API only.
+    pub discovery: Option<DiscoverySettings>,
 }
 
 /// How long the gateway waits for a client's request body. Time spent here is the client's:
@@ -178,14 +182,21 @@ impl GatewayConfig {
                 total: Some(Duration::from_secs(REQUEST_BODY_TIMEOUT_SECS)),
                 idle: Some(Duration::from_secs(REQUEST_BODY_IDLE_TIMEOUT_SECS)),
             },
+            discovery: None,
         }
     }
 
     /// Checks what the routing core does not: refuses with a message naming the flag.
     pub fn validate(&self) -> Result<(), GatewayError> {
         let bad = |flag: &str, why: &str| Err(GatewayError::Config(format!("{flag}: {why}")));
-        if self.worker_urls.is_empty() {
-            return bad("--worker-urls", "at least one worker URL is required");
+        if self.worker_urls.is_empty() && self.discovery.is_none() {
+            return bad(
+                "--worker-urls",
+                "at least one worker URL is required (or --discovery-provider)",
+            );
+        }
+        if let Some(d) = &self.discovery {
+            d.validate().map_err(GatewayError::Config)?;
         }
         for url in &self.worker_urls {
             crate::registry::WorkerAddr::parse(url)

@@ -15,6 +15,8 @@
 //! - `body.rs`, `upstream.rs`, `pool.rs`: response and request bodies, the worker connections
 //!   of each IO loop, the client for probes.
 //! - `eviction.rs`: the periodic pin sweep; [`clock`]: monotonic time for the routing core.
+//! - `discovery/`: service discovery (`--discovery-provider file`): a manifest of workers,
+//!   reconciled into the registry.
 //! - `store/`: the shared pin store (`--sticky-store redis://...`) and `/sticky/{key}`.
 //!
 //! Routing itself (keys, pins, policies, breaker and health state machines) is the routing
@@ -30,6 +32,7 @@ pub mod model_scan;
 pub mod server;
 
 mod admin;
+mod discovery;
 mod eviction;
 mod pool;
 mod proxy;
@@ -43,6 +46,7 @@ mod upstream;
 pub use berth_routing as routing;
 
 pub use config::GatewayConfig;
+pub use discovery::{DiscoveryProvider, DiscoverySettings};
 pub use error::GatewayError;
 pub use registry::WorkerAddr;
 pub use server::{Gateway, GatewayBuilder, GatewayHandle, serve};

@@ -15,6 +15,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::discovery::DiscoveryMetrics;
 use crate::registry::View;
 use crate::routing::RouterStats;
 use crate::store::StoreMetrics;
@@ -81,6 +82,8 @@ pub struct Metrics {
     ttft_queued: Family<WorkerLabels, Gauge<f64, AtomicU64>>,
     /// `berth_sticky_store_*` (registered even without a store, so dashboards see zeros).
     pub(crate) store: Arc<StoreMetrics>,
+    /// `smg_discovery_*` and `berth_discovery_errors_total` (registered even without discovery).
+    pub(crate) discovery: Arc<DiscoveryMetrics>,
 }
 
 impl Metrics {
@@ -88,6 +91,7 @@ impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::default();
         let store = Arc::new(StoreMetrics::register(&mut registry));
+        let discovery = Arc::new(DiscoveryMetrics::register(&mut registry));
         let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
         let m = Self {
             branch: Family::default(),
@@ -110,6 +114,7 @@ impl Metrics {
             ttft_model: Family::default(),
             ttft_queued: Family::default(),
             store,
+            discovery,
             registry: Registry::default(),
         };
         // The `_total` suffix of counters is added by the encoder.

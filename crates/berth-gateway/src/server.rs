@@ -118,6 +118,9 @@ impl GatewayBuilder {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut background = JoinSet::new();
         crate::store::start(&state, &mut background).await;
+        if let Some(d) = state.config.discovery.clone() {
+            background.spawn(crate::discovery::run(state.clone(), d));
+        }
         if let Some(l) = metrics_listener {
             background.spawn(serve_metrics(l, state.clone(), stop_rx.clone()));
         }

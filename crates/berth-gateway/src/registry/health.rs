@@ -93,6 +93,32 @@ pub(crate) async fn learn_worker(
     models
 }
 
+/// Probes a worker and registers it, healthy (with its models and KV capacity) or not (its
+/// health checks bring it in later): the path of `POST /workers` and of service discovery.
+/// Refuses an invalid URL or one already registered.
+pub(crate) async fn join(
+    registry: &Registry,
+    client: &HttpClient,
+    url: &str,
+    timeout: Duration,
+) -> Result<Arc<Worker>, GatewayError> {
+    let addr = WorkerAddr::parse(url).map_err(GatewayError::BadRequest)?;
+    let healthy = probe_health(client, &addr, timeout).await;
+    let (models, kv) = if healthy {
+        tokio::join!(
+            fetch_models(client, &addr, timeout),
+            fetch_kv_capacity(client, &addr, timeout)
+        )
+    } else {
+        (Vec::new(), None)
+    };
+    let worker = registry.add(url, models, healthy)?;
+    if let Some(tokens) = kv {
+        worker.stats.set_kv_capacity_tokens(tokens);
+    }
+    Ok(worker)
+}
+
 /// Registers the start-up workers at once, not yet healthy and with unknown models, so the
 /// gateway can serve while they come up; each is awaited until its first good probe.
 pub(crate) fn register_startup(

@@ -16,6 +16,7 @@ use crate::discovery::DiscoverySettings;
 use crate::error::GatewayError;
 use crate::routing::{AssignmentMode, PolicyKind};
 use crate::store::StoreSettings;
+use crate::tls::TlsSettings;
 
 /// Flags of `berth serve`. Names follow the SGLang Model Gateway (`smg launch`).
 #[derive(clap::Args, Debug, Default, Clone, Deserialize)]
@@ -196,6 +197,23 @@ pub struct Args {
     /// Seconds between full rereads of the discovery manifest [default: 30].
     #[arg(long)]
     pub discovery_check_interval_secs: Option<u64>,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key-path.
+    #[arg(long)]
+    pub tls_cert_path: Option<PathBuf>,
+    /// The private key of --tls-cert-path (PEM).
+    #[arg(long)]
+    pub tls_key_path: Option<PathBuf>,
+    /// CA certificates (PEM) that https:// workers are verified against [default: the Mozilla
+    /// roots built in].
+    #[arg(long, num_args = 1..)]
+    pub ca_cert_paths: Vec<PathBuf>,
+    /// Client certificate chain (PEM) presented to https:// workers (mTLS); needs
+    /// --client-key-path.
+    #[arg(long)]
+    pub client_cert_path: Option<PathBuf>,
+    /// The private key of --client-cert-path (PEM).
+    #[arg(long)]
+    pub client_key_path: Option<PathBuf>,
 }
 
 impl Args {
@@ -289,6 +307,15 @@ impl Args {
             discovery_check_interval_secs: self
                 .discovery_check_interval_secs
                 .or(file.discovery_check_interval_secs),
+            tls_cert_path: self.tls_cert_path.or(file.tls_cert_path),
+            tls_key_path: self.tls_key_path.or(file.tls_key_path),
+            ca_cert_paths: if self.ca_cert_paths.is_empty() {
+                file.ca_cert_paths
+            } else {
+                self.ca_cert_paths
+            },
+            client_cert_path: self.client_cert_path.or(file.client_cert_path),
+            client_key_path: self.client_key_path.or(file.client_key_path),
         }
     }
 
@@ -424,6 +451,13 @@ impl GatewayConfig {
         }
         c.sticky_store = store_settings(args)?;
         c.discovery = discovery_settings(args)?;
+        c.tls = TlsSettings {
+            cert_path: args.tls_cert_path.clone(),
+            key_path: args.tls_key_path.clone(),
+            ca_cert_paths: args.ca_cert_paths.clone(),
+            client_cert_path: args.client_cert_path.clone(),
+            client_key_path: args.client_key_path.clone(),
+        };
         if let Some(secs) = args.request_body_timeout_secs {
             c.body_timeouts.total = (secs > 0).then(|| Duration::from_secs(secs));
         }

@@ -13,6 +13,7 @@ use crate::discovery::DiscoverySettings;
 use crate::error::GatewayError;
 use crate::routing::{Router, RouterOptions};
 use crate::store::StoreSettings;
+use crate::tls::TlsSettings;
 
 /// Defaults shared by the CLI help, the docs and [`GatewayConfig::new`].
 pub mod defaults {
@@ -135,6 +136,8 @@ pub struct GatewayConfig {
     /// Service discovery (`--discovery-provider`); `None`: workers come from `--worker-urls` and
     /// the admin API only.
     pub discovery: Option<DiscoverySettings>,
+    /// TLS: HTTPS towards clients and the trust and identity used with `https://` workers.
+    pub tls: TlsSettings,
 }
 
 /// How long the gateway waits for a client's request body. Time spent here is the client's:
@@ -183,6 +186,7 @@ impl GatewayConfig {
                 idle: Some(Duration::from_secs(REQUEST_BODY_IDLE_TIMEOUT_SECS)),
             },
             discovery: None,
+            tls: TlsSettings::default(),
         }
     }
 
@@ -198,6 +202,7 @@ impl GatewayConfig {
         if let Some(d) = &self.discovery {
             d.validate().map_err(GatewayError::Config)?;
         }
+        self.tls.validate().map_err(GatewayError::Config)?;
         for url in &self.worker_urls {
             crate::registry::WorkerAddr::parse(url)
                 .map_err(|e| GatewayError::Config(format!("--worker-urls: {e}")))?;

@@ -17,6 +17,7 @@
 //! - `eviction.rs`: the periodic pin sweep; [`clock`]: monotonic time for the routing core.
 //! - `discovery/`: service discovery (`--discovery-provider file`): a manifest of workers,
 //!   reconciled into the registry.
+//! - `tls/`: rustls: HTTPS towards clients, `https://` workers (CA, mTLS).
 //! - `store/`: the shared pin store (`--sticky-store redis://...`) and `/sticky/{key}`.
 //!
 //! Routing itself (keys, pins, policies, breaker and health state machines) is the routing
@@ -40,6 +41,7 @@ mod registry;
 mod service;
 mod state;
 mod store;
+mod tls;
 mod upstream;
 
 /// The routing core, re-exported: [`GatewayConfig::router`] is its `RouterOptions`.
@@ -51,3 +53,4 @@ pub use error::GatewayError;
 pub use registry::WorkerAddr;
 pub use server::{Gateway, GatewayBuilder, GatewayHandle, serve};
 pub use store::StoreSettings;
+pub use tls::TlsSettings;

@@ -28,6 +28,7 @@ use crate::clock::Clock;
 use crate::config::GatewayConfig;
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
+use crate::pool::Pool;
 use crate::registry::{self, Registry};
 use crate::routing::Router;
 use crate::state::{AppState, IoCtx};
@@ -86,7 +87,8 @@ impl GatewayBuilder {
             (None, None) => None,
         };
         let clock = Arc::new(Clock::new());
-        let client = upstream::client();
+        let client = upstream::HttpClient::new(crate::tls::connector(&config.tls)?);
+        let tls = crate::tls::acceptor(&config.tls)?;
         let registry = Arc::new(Registry::new(
             config.breaker.clone(),
             config.health.clone(),
@@ -102,6 +104,7 @@ impl GatewayBuilder {
             None => None,
         };
         let state = Arc::new(AppState {
+            tls,
             store,
             router,
             registry: registry.clone(),
@@ -139,7 +142,8 @@ impl GatewayBuilder {
                 background.shutdown().await;
             }
         });
-        tracing::info!(%addr, ?metrics_addr, policy = state.config.router.policy.as_str(), "berth gateway listening");
+        let scheme = if state.tls.is_some() { "https" } else { "http" };
+        tracing::info!(%addr, scheme, ?metrics_addr, policy = state.config.router.policy.as_str(), "berth gateway listening");
         // Serving already: probe the start-up workers once (each that answers is in routing when
         // this returns), then leave the rest to the health checks.
         let waiting =
@@ -312,7 +316,7 @@ async fn io_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     let io = Arc::new(IoCtx {
-        pool: Arc::default(),
+        pool: Arc::new(Pool::new(state.client.clone())),
         state,
     });
     let mut conns = JoinSet::new();
@@ -345,11 +349,29 @@ async fn io_loop(
     conns.shutdown().await;
 }
 
+/// Time a client gets to complete the TLS handshake (HTTPS only).
+const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn serve_connection(
     stream: tokio::net::TcpStream,
     io: Arc<IoCtx>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
+    let Some(acceptor) = io.state.tls.clone() else {
+        return serve_http(stream, io, stop).await;
+    };
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => serve_http(tls, io, stop).await,
+        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake with a client failed"),
+        Err(_) => tracing::debug!("TLS handshake with a client timed out"),
+    }
+}
+
+/// Serves HTTP/1.1 on a client connection (plain TCP or TLS).
+async fn serve_http<S>(stream: S, io: Arc<IoCtx>, mut stop: watch::Receiver<bool>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let header_timeout = io.state.config.header_read_timeout;
     let svc = service_fn(move |req| service::handle(io.clone(), req));
     let mut builder = http1::Builder::new();

@@ -23,6 +23,8 @@ pub(crate) struct AppState {
     pub(crate) clock: Arc<Clock>,
     /// The shared pin store (`--sticky-store`), if configured.
     pub(crate) store: Option<Arc<Store>>,
+    /// HTTPS towards clients (`--tls-cert-path`/`--tls-key-path`), if configured.
+    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// What one IO thread's connections share: the state and that thread's worker connections (so

@@ -29,6 +29,8 @@ pub struct SimConfig {
     pub record_capacity: usize,
     /// Faults injected from the start.
     pub faults: Faults,
+    /// Serve HTTPS with this identity (`--tls-cert-path`/`--tls-key-path`); `None`: plain HTTP.
+    pub tls: Option<crate::tls::TlsPem>,
 }
 
 impl Default for SimConfig {
@@ -43,6 +45,7 @@ impl Default for SimConfig {
             default_max_tokens: 32,
             record_capacity: 1024,
             faults: Faults::default(),
+            tls: None,
         }
     }
 }

@@ -17,6 +17,7 @@
 //! - `api` (private): every endpoint — generation in OpenAI, SGLang and Anthropic framing,
 //!   pooling endpoints, discovery, `/metrics`, and `/sim/*` controls.
 //! - `server`, `body`, `state` (private): the accept loop, response bodies, per-worker state.
+//! - [`tls`]: HTTPS (and optionally required client certificates) with rustls.
 //! - [`record`], [`stats`]: what the worker received and its counters.
 //! - `error` (re-exported): [`SimError`], the crate's one error enum.
 //!
@@ -50,6 +51,7 @@ pub mod record;
 mod server;
 mod state;
 pub mod stats;
+pub mod tls;
 pub mod tokenize;
 
 pub use builder::{SimWorker, SimWorkerBuilder};
@@ -60,3 +62,4 @@ pub use handle::SimHandle;
 pub use latency::LatencyModel;
 pub use record::RequestRecord;
 pub use stats::SimStats;
+pub use tls::TlsPem;

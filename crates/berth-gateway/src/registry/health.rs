@@ -19,11 +19,8 @@ pub(crate) async fn probe_health(
     addr: &WorkerAddr,
     timeout: Duration,
 ) -> bool {
-    let Ok(uri) = addr.uri("/health") else {
-        return false;
-    };
     matches!(
-        upstream::get(client, uri, timeout, 64 * 1024).await,
+        upstream::get(client, addr, "/health", timeout, 64 * 1024).await,
         Ok((200..=299, _))
     )
 }
@@ -42,10 +39,7 @@ pub(crate) async fn fetch_models(
     struct List {
         data: Vec<Model>,
     }
-    let Ok(uri) = addr.uri("/v1/models") else {
-        return Vec::new();
-    };
-    match upstream::get(client, uri, timeout, MODELS_LIMIT).await {
+    match upstream::get(client, addr, "/v1/models", timeout, MODELS_LIMIT).await {
         Ok((200..=299, body)) => serde_json::from_slice::<List>(&body)
             .map(|l| l.data.into_iter().map(|m| Arc::from(m.id)).collect())
             .unwrap_or_default(),
@@ -65,8 +59,7 @@ pub(crate) async fn fetch_kv_capacity(
     struct Info {
         max_total_num_tokens: Option<u64>,
     }
-    let uri = addr.uri("/get_server_info").ok()?;
-    match upstream::get(client, uri, timeout, MODELS_LIMIT).await {
+    match upstream::get(client, addr, "/get_server_info", timeout, MODELS_LIMIT).await {
         Ok((200..=299, body)) => serde_json::from_slice::<Info>(&body)
             .ok()?
             .max_total_num_tokens

@@ -349,9 +349,6 @@ async fn io_loop(
     conns.shutdown().await;
 }
 
-/// Time a client gets to complete the TLS handshake (HTTPS only).
-const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
 async fn serve_connection(
     stream: tokio::net::TcpStream,
     io: Arc<IoCtx>,
@@ -360,10 +357,8 @@ async fn serve_connection(
     let Some(acceptor) = io.state.tls.clone() else {
         return serve_http(stream, io, stop).await;
     };
-    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => serve_http(tls, io, stop).await,
-        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake with a client failed"),
-        Err(_) => tracing::debug!("TLS handshake with a client timed out"),
+    if let Some(tls) = crate::tls::handshake(&acceptor, stream).await {
+        serve_http(tls, io, stop).await;
     }
 }
 

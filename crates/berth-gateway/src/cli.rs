@@ -216,6 +216,32 @@ pub struct Args {
     /// PD mode: the decode leg's policy [default: --policy].
     #[arg(long)]
     pub decode_policy: Option<String>,
+    /// Service discovery provider: file (kubernetes is not supported yet) [default: none].
+    #[arg(long)]
+    pub discovery_provider: Option<String>,
+    /// File discovery: the JSON manifest of workers, reread when it changes.
+    #[arg(long)]
+    pub discovery_file: Option<PathBuf>,
+    /// Seconds between full rereads of the discovery manifest [default: 30].
+    #[arg(long)]
+    pub discovery_check_interval_secs: Option<u64>,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key-path.
+    #[arg(long)]
+    pub tls_cert_path: Option<PathBuf>,
+    /// The private key of --tls-cert-path (PEM).
+    #[arg(long)]
+    pub tls_key_path: Option<PathBuf>,
+    /// CA certificates (PEM) that https:// workers are verified against [default: the Mozilla
+    /// roots built in].
+    #[arg(long, num_args = 1..)]
+    pub ca_cert_paths: Vec<PathBuf>,
+    /// Client certificate chain (PEM) presented to https:// workers (mTLS); needs
+    /// --client-key-path.
+    #[arg(long)]
+    pub client_cert_path: Option<PathBuf>,
+    /// The private key of --client-cert-path (PEM).
+    #[arg(long)]
+    pub client_key_path: Option<PathBuf>,
 }
 
 impl Args {
@@ -317,6 +343,20 @@ impl Args {
             decode: vec_or(self.decode, file.decode),
             prefill_policy: self.prefill_policy.or(file.prefill_policy),
             decode_policy: self.decode_policy.or(file.decode_policy),
+            discovery_provider: self.discovery_provider.or(file.discovery_provider),
+            discovery_file: self.discovery_file.or(file.discovery_file),
+            discovery_check_interval_secs: self
+                .discovery_check_interval_secs
+                .or(file.discovery_check_interval_secs),
+            tls_cert_path: self.tls_cert_path.or(file.tls_cert_path),
+            tls_key_path: self.tls_key_path.or(file.tls_key_path),
+            ca_cert_paths: if self.ca_cert_paths.is_empty() {
+                file.ca_cert_paths
+            } else {
+                self.ca_cert_paths
+            },
+            client_cert_path: self.client_cert_path.or(file.client_cert_path),
+            client_key_path: self.client_key_path.or(file.client_key_path),
         }
     }
 

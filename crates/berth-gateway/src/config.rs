@@ -10,9 +10,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::admission::AdmissionSettings;
+use crate::discovery::DiscoverySettings;
 use crate::error::GatewayError;
 use crate::routing::{Router, RouterOptions};
 use crate::store::StoreSettings;
+use crate::tls::TlsSettings;
 
 /// Defaults shared by the CLI help, the docs and [`GatewayConfig::new`].
 pub mod defaults {
@@ -141,6 +143,11 @@ pub struct GatewayConfig {
     /// `--pd-disaggregation`: the prefill workers and policy (the decode workers are
     /// `worker_urls`, the decode policy `router.policy`); `None` in regular mode.
     pub pd: Option<crate::pd::PdSettings>,
+    /// Service discovery (`--discovery-provider`); `None`: workers come from `--worker-urls` and
+    /// the admin API only.
+    pub discovery: Option<DiscoverySettings>,
+    /// TLS: HTTPS towards clients and the trust and identity used with `https://` workers.
+    pub tls: TlsSettings,
 }
 
 /// How long the gateway waits for a client's request body. Time spent here is the client's:
@@ -195,6 +202,8 @@ impl GatewayConfig {
                 rate: None,
             },
             pd: None,
+            discovery: None,
+            tls: TlsSettings::default(),
         }
     }
 
@@ -203,9 +212,22 @@ impl GatewayConfig {
         let bad = |flag: &str, why: &str| Err(GatewayError::Config(format!("{flag}: {why}")));
         if let Some(pd) = &self.pd {
             crate::pd::validate(pd, self)?;
-        } else if self.worker_urls.is_empty() {
-            return bad("--worker-urls", "at least one worker URL is required");
+            if self.discovery.is_some() {
+                return bad(
+                    "--discovery-provider",
+                    "not supported with --pd-disaggregation yet (list --prefill and --decode)",
+                );
+            }
+        } else if self.worker_urls.is_empty() && self.discovery.is_none() {
+            return bad(
+                "--worker-urls",
+                "at least one worker URL is required (or --discovery-provider)",
+            );
         }
+        if let Some(d) = &self.discovery {
+            d.validate().map_err(GatewayError::Config)?;
+        }
+        self.tls.validate().map_err(GatewayError::Config)?;
         for url in &self.worker_urls {
             crate::registry::WorkerAddr::parse(url)
                 .map_err(|e| GatewayError::Config(format!("--worker-urls: {e}")))?;

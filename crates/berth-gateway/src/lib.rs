@@ -18,6 +18,9 @@
 //! - `body.rs`, `upstream.rs`, `pool.rs`: response and request bodies, the worker connections
 //!   of each IO loop, the client for probes.
 //! - `eviction.rs`: the periodic pin sweep; [`clock`]: monotonic time for the routing core.
+//! - `discovery/`: service discovery (`--discovery-provider file`): a manifest of workers,
+//!   reconciled into the registry.
+//! - `tls/`: rustls: HTTPS towards clients, `https://` workers (CA, mTLS).
 //! - `store/`: the shared pin store (`--sticky-store redis://...`) and `/sticky/{key}`.
 //!
 //! Routing itself (keys, pins, policies, breaker and health state machines) is the routing
@@ -35,6 +38,7 @@ pub mod pd;
 pub mod server;
 
 mod admin;
+mod discovery;
 mod eviction;
 mod pool;
 mod proxy;
@@ -44,14 +48,17 @@ mod request_id;
 mod service;
 mod state;
 mod store;
+mod tls;
 mod upstream;
 
 /// The routing core, re-exported: [`GatewayConfig::router`] is its `RouterOptions`.
 pub use berth_routing as routing;
 
 pub use config::GatewayConfig;
+pub use discovery::{DiscoveryProvider, DiscoverySettings};
 pub use error::GatewayError;
 pub use pd::{PdSettings, PrefillUrl};
 pub use registry::WorkerAddr;
 pub use server::{Gateway, GatewayBuilder, GatewayHandle, serve};
 pub use store::StoreSettings;
+pub use tls::TlsSettings;

@@ -16,6 +16,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::admission::AdmissionMetrics;
+use crate::discovery::DiscoveryMetrics;
 use crate::registry::View;
 use crate::routing::RouterStats;
 use crate::store::StoreMetrics;
@@ -104,6 +105,8 @@ pub struct Metrics {
     /// `smg_http_rate_limit_total` and `berth_admission_*` (registered even when admission
     /// control is off).
     pub(crate) admission: Arc<AdmissionMetrics>,
+    /// `smg_discovery_*` and `berth_discovery_errors_total` (registered even without discovery).
+    pub(crate) discovery: Arc<DiscoveryMetrics>,
 }
 
 impl Metrics {
@@ -112,6 +115,7 @@ impl Metrics {
         let mut registry = Registry::default();
         let store = Arc::new(StoreMetrics::register(&mut registry));
         let admission = Arc::new(AdmissionMetrics::register(&mut registry));
+        let discovery = Arc::new(DiscoveryMetrics::register(&mut registry));
         let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
         let m = Self {
             branch: Family::default(),
@@ -138,6 +142,7 @@ impl Metrics {
             pd_pins: Family::default(),
             store,
             admission,
+            discovery,
             registry: Registry::default(),
         };
         // The `_total` suffix of counters is added by the encoder.

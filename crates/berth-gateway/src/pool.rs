@@ -17,7 +17,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -26,12 +25,10 @@ use hyper_util::rt::TokioIo;
 
 use crate::registry::Worker;
 use crate::routing::WorkerId;
-use crate::upstream::UpBody;
+use crate::upstream::{HttpClient, UpBody};
 
 /// Idle connections kept per worker.
 const MAX_IDLE_PER_WORKER: usize = 1024;
-/// Time allowed to open a connection.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether a request may go on an idle pooled connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +62,8 @@ impl SendError {
 #[derive(Debug, Default)]
 pub(crate) struct Pool {
     idle: Mutex<HashMap<WorkerId, Vec<SendRequest<UpBody>>>>,
+    /// Opens new connections (TLS for `https://` workers).
+    client: HttpClient,
 }
 
 /// A connection lent to one request; [`Conn::release`] returns it once the response is read.
@@ -90,6 +89,14 @@ impl Conn {
 }
 
 impl Pool {
+    /// A pool that opens its connections with `client`.
+    pub(crate) fn new(client: HttpClient) -> Self {
+        Self {
+            idle: Mutex::default(),
+            client,
+        }
+    }
+
     /// Drops idle connections that are closed or lead to workers no longer registered.
     pub(crate) fn prune(&self, registered: impl Fn(WorkerId) -> bool) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
@@ -124,7 +131,12 @@ impl Pool {
             };
             let (mut sender, reused) = match pooled {
                 Some(s) => (s, true),
-                None => (connect(worker).await.map_err(SendError::fresh)?, false),
+                None => (
+                    connect(&self.client, worker)
+                        .await
+                        .map_err(SendError::fresh)?,
+                    false,
+                ),
             };
             // A just-returned connection may still be finishing the previous exchange.
             if sender.ready().await.is_err() {
@@ -159,16 +171,8 @@ impl Pool {
     }
 }
 
-async fn connect(worker: &Worker) -> Result<SendRequest<UpBody>, String> {
-    let target = worker.addr.socket_target();
-    let stream = tokio::time::timeout(
-        CONNECT_TIMEOUT,
-        tokio::net::TcpStream::connect(target.as_str()),
-    )
-    .await
-    .map_err(|_| format!("connect to {target} timed out"))?
-    .map_err(|e| format!("connect to {target}: {e}"))?;
-    let _ = stream.set_nodelay(true);
+async fn connect(client: &HttpClient, worker: &Worker) -> Result<SendRequest<UpBody>, String> {
+    let stream = client.connect(&worker.addr).await?;
     let (sender, conn) = http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| e.to_string())?;

@@ -29,6 +29,7 @@ use crate::clock::Clock;
 use crate::config::GatewayConfig;
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
+use crate::pool::Pool;
 use crate::registry::{self, Registry};
 use crate::routing::Router;
 use crate::state::{AppState, IoCtx};
@@ -87,7 +88,8 @@ impl GatewayBuilder {
             (None, None) => None,
         };
         let clock = Arc::new(Clock::new());
-        let client = upstream::client();
+        let client = upstream::HttpClient::new(crate::tls::connector(&config.tls)?);
+        let tls = crate::tls::acceptor(&config.tls)?;
         let registry = Arc::new(Registry::new(
             config.breaker.clone(),
             config.health.clone(),
@@ -111,6 +113,7 @@ impl GatewayBuilder {
             .enabled()
             .then(|| Admission::new(config.admission, metrics.admission.clone()));
         let state = Arc::new(AppState {
+            tls,
             store,
             admission,
             router,
@@ -129,6 +132,9 @@ impl GatewayBuilder {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut background = JoinSet::new();
         crate::store::start(&state, &mut background).await;
+        if let Some(d) = state.config.discovery.clone() {
+            background.spawn(crate::discovery::run(state.clone(), d));
+        }
         if let Some(l) = metrics_listener {
             background.spawn(serve_metrics(l, state.clone(), stop_rx.clone()));
         }
@@ -147,7 +153,8 @@ impl GatewayBuilder {
                 background.shutdown().await;
             }
         });
-        tracing::info!(%addr, ?metrics_addr, policy = state.config.router.policy.as_str(), "berth gateway listening");
+        let scheme = if state.tls.is_some() { "https" } else { "http" };
+        tracing::info!(%addr, scheme, ?metrics_addr, policy = state.config.router.policy.as_str(), "berth gateway listening");
         // Serving already: probe the start-up workers once (each that answers is in routing when
         // this returns), then leave the rest to the health checks.
         let waiting =
@@ -321,7 +328,7 @@ async fn io_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     let io = Arc::new(IoCtx {
-        pool: Arc::default(),
+        pool: Arc::new(Pool::new(state.client.clone())),
         state,
     });
     let mut conns = JoinSet::new();
@@ -360,8 +367,21 @@ async fn io_loop(
 async fn serve_connection(
     stream: tokio::net::TcpStream,
     io: Arc<IoCtx>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
+    let Some(acceptor) = io.state.tls.clone() else {
+        return serve_http(stream, io, stop).await;
+    };
+    if let Some(tls) = crate::tls::handshake(&acceptor, stream).await {
+        serve_http(tls, io, stop).await;
+    }
+}
+
+/// Serves HTTP/1.1 on a client connection (plain TCP or TLS).
+async fn serve_http<S>(stream: S, io: Arc<IoCtx>, mut stop: watch::Receiver<bool>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let header_timeout = io.state.config.header_read_timeout;
     let svc = service_fn(move |req| service::handle(io.clone(), req));
     let mut builder = http1::Builder::new();

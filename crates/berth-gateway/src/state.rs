@@ -29,6 +29,8 @@ pub(crate) struct AppState {
     /// PD mode (`--pd-disaggregation`): the prefill leg; the regular registry and router are
     /// then the decode leg's.
     pub(crate) pd: Option<crate::pd::PdLegs>,
+    /// HTTPS towards clients (`--tls-cert-path`/`--tls-key-path`), if configured.
+    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// What one IO thread's connections share: the state and that thread's worker connections (so

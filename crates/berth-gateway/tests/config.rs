@@ -120,7 +120,7 @@ fn bad_configuration_is_refused_naming_the_flag() {
         assert!(msg.contains(flag), "{argv:?}: {msg}");
     }
     assert!(refused(&[]).contains("--worker-urls"));
-    assert!(refused(&["--worker-urls", "https://x:1"]).contains("--worker-urls"));
+    assert!(refused(&["--worker-urls", "grpc://x:1"]).contains("--worker-urls"));
     // `--eviction-interval-secs 0` is fine with a policy other than cache_aware.
     let ok = parse(&[
         "--worker-urls",

@@ -142,7 +142,7 @@ fn bad_pd_configuration_is_refused_naming_the_flag() {
             "--prefill-policy",
         ),
         (
-            &["--prefill", "https://p:1", "--decode", "http://d:1"],
+            &["--prefill", "grpc://p:1", "--decode", "http://d:1"],
             "--prefill",
         ),
         (

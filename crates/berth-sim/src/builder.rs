@@ -13,6 +13,7 @@ use crate::faults::Faults;
 use crate::handle::SimHandle;
 use crate::pd::PdMode;
 use crate::state::Shared;
+use crate::tls::TlsPem;
 use crate::{SimError, server};
 
 /// The simulated worker. Start one with [`SimWorker::builder`].
@@ -145,6 +146,12 @@ impl SimWorkerBuilder {
         self
     }
 
+    /// Serves HTTPS with this identity ([`SimHandle::url`] is then `https://`).
+    pub fn tls(mut self, pem: TlsPem) -> Self {
+        self.config.tls = Some(pem);
+        self
+    }
+
     /// Starts the worker on `listener`; `Err` if the configuration is invalid.
     pub fn try_spawn(self, listener: TcpListener) -> Result<SimHandle, SimError> {
         self.config.validate()?;
@@ -166,11 +173,17 @@ impl SimWorkerBuilder {
             .worker_id
             .clone()
             .unwrap_or_else(|| format!("sim-{}", addr.port()));
+        let tls = self
+            .config
+            .tls
+            .as_ref()
+            .map(crate::tls::acceptor)
+            .transpose()?;
         let shared = Arc::new(Shared::new(worker_id, self.config));
         if let Some(l) = bootstrap {
             tokio::spawn(crate::pd::serve_bootstrap(l, Arc::clone(&shared)));
         }
-        let task = tokio::spawn(server::serve(listener, Arc::clone(&shared)));
+        let task = tokio::spawn(server::serve(listener, Arc::clone(&shared), tls));
         Ok(SimHandle::new(addr, shared, task, bootstrap_addr))
     }
 

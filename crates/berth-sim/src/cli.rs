@@ -94,6 +94,15 @@ pub struct Args {
     /// milliseconds, not scaled by `--time-scale`).
     #[arg(long, default_value_t = 30_000)]
     pub bootstrap_timeout_ms: u64,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key-path.
+    #[arg(long)]
+    pub tls_cert_path: Option<std::path::PathBuf>,
+    /// The private key of --tls-cert-path (PEM).
+    #[arg(long)]
+    pub tls_key_path: Option<std::path::PathBuf>,
+    /// With TLS, require client certificates signed by these CAs (PEM): mTLS.
+    #[arg(long)]
+    pub tls_client_ca_path: Option<std::path::PathBuf>,
 }
 
 fn millis(flag: &'static str, ms: f64) -> Result<Duration, SimError> {
@@ -103,7 +112,39 @@ fn millis(flag: &'static str, ms: f64) -> Result<Duration, SimError> {
     })
 }
 
+fn read_pem(flag: &'static str, path: &std::path::Path) -> Result<String, SimError> {
+    std::fs::read_to_string(path).map_err(|e| SimError::InvalidConfig {
+        flag,
+        reason: format!("{}: {e}", path.display()),
+    })
+}
+
 impl Args {
+    /// `--tls-cert-path`/`--tls-key-path`/`--tls-client-ca-path`, read.
+    fn tls_pem(&self) -> Result<Option<crate::TlsPem>, SimError> {
+        let missing = |flag: &'static str, needs: &str| SimError::InvalidConfig {
+            flag,
+            reason: format!("needs --{needs}"),
+        };
+        match (&self.tls_cert_path, &self.tls_key_path) {
+            (None, None) if self.tls_client_ca_path.is_some() => {
+                Err(missing("tls-client-ca-path", "tls-cert-path"))
+            }
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(missing("tls-cert-path", "tls-key-path")),
+            (None, Some(_)) => Err(missing("tls-key-path", "tls-cert-path")),
+            (Some(cert), Some(key)) => Ok(Some(crate::TlsPem {
+                cert_chain_pem: read_pem("tls-cert-path", cert)?,
+                key_pem: read_pem("tls-key-path", key)?,
+                client_ca_pem: self
+                    .tls_client_ca_path
+                    .as_deref()
+                    .map(|p| read_pem("tls-client-ca-path", p))
+                    .transpose()?,
+            })),
+        }
+    }
+
     /// The validated configuration these flags describe.
     pub fn to_config(&self) -> Result<SimConfig, SimError> {
         let config = SimConfig {
@@ -144,6 +185,7 @@ impl Args {
                 })?,
             bootstrap_port: self.bootstrap_port,
             bootstrap_timeout: Duration::from_millis(self.bootstrap_timeout_ms),
+            tls: self.tls_pem()?,
         };
         config.validate()?;
         Ok(config)

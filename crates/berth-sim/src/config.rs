@@ -37,6 +37,8 @@ pub struct SimConfig {
     /// Decode mode: how long a request waits for its room's KV cache before it fails
     /// (`--bootstrap-timeout-ms`; real time, not scaled).
     pub bootstrap_timeout: std::time::Duration,
+    /// Serve HTTPS with this identity (`--tls-cert-path`/`--tls-key-path`); `None`: plain HTTP.
+    pub tls: Option<crate::tls::TlsPem>,
 }
 
 impl Default for SimConfig {
@@ -54,6 +56,7 @@ impl Default for SimConfig {
             mode: PdMode::Regular,
             bootstrap_port: None,
             bootstrap_timeout: std::time::Duration::from_secs(30),
+            tls: None,
         }
     }
 }

@@ -53,9 +53,14 @@ impl SimHandle {
         self.addr
     }
 
-    /// `http://IP:PORT`, as a gateway would register it.
+    /// `http://IP:PORT` (`https://` when serving TLS), as a gateway would register it.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.shared.config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The worker id sent in `x-sim-worker-id`.

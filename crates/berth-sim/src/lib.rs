@@ -19,6 +19,7 @@
 //! - `server`, `body`, `state` (private): the accept loop, response bodies, per-worker state.
 //! - [`pd`]: the prefill and decode roles of a disaggregated pair (`--mode`), the bootstrap
 //!   listener and the decode worker's wait for its room.
+//! - [`tls`]: HTTPS (and optionally required client certificates) with rustls.
 //! - [`record`], [`stats`]: what the worker received and its counters.
 //! - `error` (re-exported): [`SimError`], the crate's one error enum.
 //!
@@ -53,6 +54,7 @@ pub mod record;
 mod server;
 mod state;
 pub mod stats;
+pub mod tls;
 pub mod tokenize;
 
 pub use builder::{SimWorker, SimWorkerBuilder};
@@ -64,3 +66,4 @@ pub use latency::LatencyModel;
 pub use pd::PdMode;
 pub use record::RequestRecord;
 pub use stats::SimStats;
+pub use tls::TlsPem;

@@ -13,12 +13,13 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::task::{JoinError, JoinSet};
+use tokio_rustls::TlsAcceptor;
 
 use crate::state::{Shared, Stop};
 use crate::stats::Counters;
 
 /// Serves until the worker is told to stop or exit; re-raises the first handler panic.
-pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, tls: Option<TlsAcceptor>) {
     let mut stop = shared.stop.subscribe();
     let mut conns = JoinSet::new();
     let mut panic: Option<Box<dyn Any + Send>> = None;
@@ -27,7 +28,7 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             _ = async { drop(stop.wait_for(|s| *s != Stop::Run).await) } => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    conns.spawn(serve_connection(stream, Arc::clone(&shared)));
+                    conns.spawn(accept_tls(stream, Arc::clone(&shared), tls.clone()));
                 }
                 Err(err) => {
                     // Typically out of file descriptors: back off briefly instead of spinning.
@@ -66,9 +67,26 @@ struct Stale {
     cut: Notify,
 }
 
-async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+/// Time a client gets for the TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn accept_tls(stream: TcpStream, shared: Arc<Shared>, tls: Option<TlsAcceptor>) {
     // Small SSE events must leave at once.
     let _ = stream.set_nodelay(true);
+    let Some(acceptor) = tls else {
+        return serve_connection(stream, shared).await;
+    };
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => serve_connection(tls, shared).await,
+        Ok(Err(err)) => tracing::debug!(%err, "TLS handshake failed"),
+        Err(_) => tracing::debug!("TLS handshake timed out"),
+    }
+}
+
+async fn serve_connection<S>(stream: S, shared: Arc<Shared>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let stale = Arc::new(Stale::default());
     let service = service_fn({
         let stale = Arc::clone(&stale);

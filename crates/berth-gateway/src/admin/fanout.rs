@@ -72,8 +72,8 @@ async fn ask_one(
 ) -> Result<Value, String> {
     let mut last = String::from("no path to ask");
     for path in paths {
-        let uri = worker.addr.uri(path).map_err(|e| e.to_string())?;
-        match upstream::send_empty(client, method.clone(), uri, timeout, LIMIT).await {
+        match upstream::send_empty(client, method.clone(), &worker.addr, path, timeout, LIMIT).await
+        {
             Ok((200..=299, body)) => {
                 return Ok(serde_json::from_slice(&body).unwrap_or(Value::Null));
             }

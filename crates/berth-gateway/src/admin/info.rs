@@ -102,11 +102,7 @@ pub(crate) async fn forward(
     } else {
         state.config.health.timeout
     };
-    let uri = worker
-        .addr
-        .uri(path)
-        .map_err(|e| GatewayError::BadRequest(e.to_string()))?;
-    let (status, body) = upstream::get(&state.client, uri, timeout, INFO_LIMIT)
+    let (status, body) = upstream::get(&state.client, &worker.addr, path, timeout, INFO_LIMIT)
         .await
         .map_err(|reason| {
             if reason == upstream::TIMED_OUT {

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use super::json;
 use crate::body::ResBody;
 use crate::error::GatewayError;
-use crate::registry::{Worker, WorkerAddr, fetch_kv_capacity, fetch_models};
+use crate::registry::{Worker, WorkerAddr};
 use crate::routing::BreakerState;
 use crate::state::AppState;
 
@@ -165,7 +165,7 @@ pub(crate) async fn register(
     worker_type: Option<&str>,
     bootstrap_port: Option<u16>,
 ) -> Result<Arc<Worker>, GatewayError> {
-    let addr = WorkerAddr::parse(url).map_err(GatewayError::BadRequest)?;
+    WorkerAddr::parse(url).map_err(GatewayError::BadRequest)?;
     let registry = crate::pd::registry_for(state, worker_type, bootstrap_port)?;
     if all_workers(state).iter().any(|w| &*w.url == url) {
         return Err(GatewayError::BadRequest(format!(
@@ -173,27 +173,14 @@ pub(crate) async fn register(
         )));
     }
     let timeout = state.config.health.timeout;
-    let healthy = crate::registry::probe_health(&state.client, &addr, timeout).await;
-    let (cards, kv) = if healthy {
-        tokio::join!(
-            fetch_models(&state.client, &addr, timeout),
-            fetch_kv_capacity(&state.client, &addr, timeout)
-        )
-    } else {
-        (Vec::new(), None)
-    };
-    let models = cards.iter().map(|c| c.id.clone()).collect();
-    let worker = registry.add(url, models, healthy)?;
+    let worker = crate::registry::join(registry, &state.client, url, timeout).await?;
+    let healthy = worker.state().health.is_healthy();
     if let Some(pd) = state
         .pd
         .as_ref()
         .filter(|pd| Arc::ptr_eq(registry, &pd.registry))
     {
         pd.set_port(url, bootstrap_port);
-    }
-    worker.set_cards(cards);
-    if let Some(tokens) = kv {
-        worker.stats.set_kv_capacity_tokens(tokens);
     }
     tracing::info!(worker = %worker.url, healthy, "worker added");
     Ok(worker)

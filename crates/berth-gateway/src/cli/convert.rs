@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use super::{Args, socket_addr};
 use crate::config::{GatewayConfig, Secret, defaults};
+use crate::discovery::DiscoverySettings;
 use crate::error::GatewayError;
 use crate::pd::{PdSettings, PrefillUrl};
 use crate::routing::{AssignmentMode, PolicyKind};
 use crate::store::StoreSettings;
+use crate::tls::TlsSettings;
 
 impl GatewayConfig {
     /// Validated configuration from the flags (after [`Args::resolve`]).
@@ -93,6 +95,14 @@ impl GatewayConfig {
             c.header_read_timeout = (secs > 0).then(|| Duration::from_secs(secs));
         }
         c.sticky_store = store_settings(args)?;
+        c.discovery = discovery_settings(args)?;
+        c.tls = TlsSettings {
+            cert_path: args.tls_cert_path.clone(),
+            key_path: args.tls_key_path.clone(),
+            ca_cert_paths: args.ca_cert_paths.clone(),
+            client_cert_path: args.client_cert_path.clone(),
+            client_key_path: args.client_key_path.clone(),
+        };
         if let Some(secs) = args.request_body_timeout_secs {
             c.body_timeouts.total = (secs > 0).then(|| Duration::from_secs(secs));
         }
@@ -205,6 +215,41 @@ fn store_settings(args: &Args) -> Result<Option<StoreSettings>, GatewayError> {
     );
     set(&mut s.prefix, args.sticky_store_prefix.clone());
     Ok(Some(s))
+}
+
+/// `--discovery-*`: a provider needs its own flags, and those flags need a provider.
+fn discovery_settings(args: &Args) -> Result<Option<DiscoverySettings>, GatewayError> {
+    let bad = |m: &str| Err(GatewayError::Config(m.to_owned()));
+    let mut settings = match args.discovery_provider.as_deref() {
+        None => {
+            if args.discovery_file.is_some() {
+                return bad("--discovery-file: needs --discovery-provider file");
+            }
+            if args.discovery_check_interval_secs.is_some() {
+                return bad("--discovery-check-interval-secs: needs --discovery-provider");
+            }
+            return Ok(None);
+        }
+        Some("file") => match &args.discovery_file {
+            Some(path) => DiscoverySettings::file(path.clone()),
+            None => return bad("--discovery-provider file: needs --discovery-file PATH"),
+        },
+        Some("kubernetes" | "k8s") => {
+            return bad(
+                "--discovery-provider: kubernetes discovery is not supported yet (use file, \
+                 e.g. a manifest kept up to date by a sidecar)",
+            );
+        }
+        Some(other) => {
+            return Err(GatewayError::Config(format!(
+                "--discovery-provider: unknown provider `{other}` (expected file)"
+            )));
+        }
+    };
+    if let Some(secs) = args.discovery_check_interval_secs {
+        settings.check_interval = Duration::from_secs(secs);
+    }
+    Ok(Some(settings))
 }
 
 fn set<T>(slot: &mut T, value: Option<T>) {

@@ -20,11 +20,8 @@ pub(crate) async fn probe_health(
     addr: &WorkerAddr,
     timeout: Duration,
 ) -> bool {
-    let Ok(uri) = addr.uri("/health") else {
-        return false;
-    };
     matches!(
-        upstream::get(client, uri, timeout, 64 * 1024).await,
+        upstream::get(client, addr, "/health", timeout, 64 * 1024).await,
         Ok((200..=299, _))
     )
 }
@@ -48,10 +45,7 @@ pub(crate) async fn fetch_models(
     struct List {
         data: Vec<Model>,
     }
-    let Ok(uri) = addr.uri("/v1/models") else {
-        return Vec::new();
-    };
-    match upstream::get(client, uri, timeout, MODELS_LIMIT).await {
+    match upstream::get(client, addr, "/v1/models", timeout, MODELS_LIMIT).await {
         Ok((200..=299, body)) => serde_json::from_slice::<List>(&body)
             .map(|l| {
                 l.data
@@ -80,8 +74,7 @@ pub(crate) async fn fetch_kv_capacity(
     struct Info {
         max_total_num_tokens: Option<u64>,
     }
-    let uri = addr.uri("/get_server_info").ok()?;
-    match upstream::get(client, uri, timeout, MODELS_LIMIT).await {
+    match upstream::get(client, addr, "/get_server_info", timeout, MODELS_LIMIT).await {
         Ok((200..=299, body)) => serde_json::from_slice::<Info>(&body)
             .ok()?
             .max_total_num_tokens
@@ -107,6 +100,34 @@ pub(crate) async fn learn_worker(
     let models = cards.iter().map(|c| c.id.clone()).collect();
     worker.set_cards(cards);
     models
+}
+
+/// Probes a worker and registers it, healthy (with its models and KV capacity) or not (its
+/// health checks bring it in later): the path of `POST /workers` and of service discovery.
+/// Refuses an invalid URL or one already registered.
+pub(crate) async fn join(
+    registry: &Registry,
+    client: &HttpClient,
+    url: &str,
+    timeout: Duration,
+) -> Result<Arc<Worker>, GatewayError> {
+    let addr = WorkerAddr::parse(url).map_err(GatewayError::BadRequest)?;
+    let healthy = probe_health(client, &addr, timeout).await;
+    let (cards, kv) = if healthy {
+        tokio::join!(
+            fetch_models(client, &addr, timeout),
+            fetch_kv_capacity(client, &addr, timeout)
+        )
+    } else {
+        (Vec::new(), None)
+    };
+    let models = cards.iter().map(|c| c.id.clone()).collect();
+    let worker = registry.add(url, models, healthy)?;
+    worker.set_cards(cards);
+    if let Some(tokens) = kv {
+        worker.stats.set_kv_capacity_tokens(tokens);
+    }
+    Ok(worker)
 }
 
 /// Registers the start-up workers at once, not yet healthy and with unknown models, so the

@@ -14,9 +14,7 @@ mod view;
 mod worker;
 
 pub(crate) use checks::spawn_health_checks;
-pub(crate) use health::{
-    fetch_kv_capacity, fetch_models, first_round, probe_health, register_startup,
-};
+pub(crate) use health::{first_round, join, register_startup};
 pub(crate) use view::{Registry, View};
 pub(crate) use worker::Worker;
 pub use worker::WorkerAddr;

@@ -8,10 +8,12 @@ use http::{HeaderValue, Uri};
 
 use crate::routing::{Breaker, HealthTracker, WorkerId, WorkerStats};
 
-/// A worker's parsed URL: the base URL (`http://host:port[/prefix]`) connections, probes and
+/// A worker's parsed URL: the base URL (`http[s]://host:port[/prefix]`) connections, probes and
 /// model discovery go to, and the data-parallel rank of a worker registered as `<url>@<rank>`.
 #[derive(Clone, Debug)]
 pub struct WorkerAddr {
+    /// `https://`: connections are TLS.
+    tls: bool,
     authority: Authority,
     prefix: String,
     rank: Option<u32>,
@@ -40,16 +42,22 @@ fn split_rank(url: &str) -> Result<(&str, Option<u32>), String> {
 }
 
 impl WorkerAddr {
-    /// Parses a worker URL, `http://host:port[/prefix]` optionally followed by `@<rank>` (a
-    /// data-parallel rank of that worker); only plain `http://` is supported.
+    /// Parses a worker URL, `http://host:port[/prefix]` or `https://...`, optionally followed
+    /// by `@<rank>` (a data-parallel rank of that worker).
     pub fn parse(url: &str) -> Result<Self, String> {
         let (base, rank) = split_rank(url)?;
         let uri: Uri = base
             .parse()
             .map_err(|e| format!("`{url}` is not a URL: {e}"))?;
-        if uri.scheme() != Some(&Scheme::HTTP) {
-            return Err(format!("`{url}`: only http:// worker URLs are supported"));
-        }
+        let tls = match uri.scheme() {
+            Some(s) if *s == Scheme::HTTP => false,
+            Some(s) if *s == Scheme::HTTPS => true,
+            _ => {
+                return Err(format!(
+                    "`{url}`: only http:// and https:// worker URLs are supported"
+                ));
+            }
+        };
         let authority = uri
             .authority()
             .cloned()
@@ -58,11 +66,15 @@ impl WorkerAddr {
             return Err(format!("`{url}` must not have a query"));
         }
         let prefix = uri.path().trim_end_matches('/').to_owned();
-        Ok(Self {
+        let addr = Self {
+            tls,
             authority,
             prefix,
             rank,
-        })
+        };
+        addr.tls_server_name()
+            .map_err(|e| format!("`{url}`: {e}"))?;
+        Ok(addr)
     }
 
     /// The data-parallel rank (`<url>@<rank>`), if the worker was registered with one.
@@ -70,12 +82,34 @@ impl WorkerAddr {
         self.rank
     }
 
-    /// `host:port` to connect to (port 80 when the URL has none).
+    /// `host:port` to connect to (port 80, or 443 for `https://`, when the URL has none).
     pub(crate) fn socket_target(&self) -> String {
         match self.authority.port_u16() {
             Some(_) => self.authority.as_str().to_owned(),
-            None => format!("{}:80", self.authority.host()),
+            None => format!(
+                "{}:{}",
+                self.authority.host(),
+                if self.tls { 443 } else { 80 }
+            ),
         }
+    }
+
+    /// For an `https://` worker, the name its certificate must carry (its host: a DNS name or
+    /// an IP address); `Ok(None)` for `http://`.
+    pub(crate) fn tls_server_name(
+        &self,
+    ) -> Result<Option<rustls::pki_types::ServerName<'static>>, String> {
+        if !self.tls {
+            return Ok(None);
+        }
+        let host = self.authority.host();
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        rustls::pki_types::ServerName::try_from(host.to_owned())
+            .map(Some)
+            .map_err(|e| format!("`{host}` is not a TLS server name: {e}"))
     }
 
     /// The `Host` header value for requests to this worker.
@@ -102,7 +136,11 @@ impl WorkerAddr {
             PathAndQuery::try_from(format!("{}{path_and_query}", self.prefix))?
         };
         Uri::builder()
-            .scheme(Scheme::HTTP)
+            .scheme(if self.tls {
+                Scheme::HTTPS
+            } else {
+                Scheme::HTTP
+            })
             .authority(self.authority.clone())
             .path_and_query(pq)
             .build()

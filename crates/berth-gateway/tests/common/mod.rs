@@ -3,6 +3,7 @@
 
 pub mod logs;
 pub mod redis;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::time::Duration;

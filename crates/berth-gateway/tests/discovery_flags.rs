@@ -98,6 +98,20 @@ fn discovery_refusals_name_the_flag() {
             "--discovery-check-interval-secs: must be at least 1",
         ),
         (&[][..], "--worker-urls"),
+        (
+            &[
+                "--pd-disaggregation",
+                "--prefill",
+                "http://p:1",
+                "--decode",
+                "http://d:1",
+                "--discovery-provider",
+                "file",
+                "--discovery-file",
+                "w.json",
+            ][..],
+            "--discovery-provider: not supported with --pd-disaggregation",
+        ),
     ] {
         let err = refused(argv);
         assert!(err.contains(needle), "{argv:?}: {err}");

@@ -56,6 +56,18 @@ async fn burst(client: &TestClient, n: usize) -> Vec<Resp> {
     out
 }
 
+/// `n` chat requests at once, answered in a background task.
+fn in_background(client: &TestClient, n: usize) -> tokio::task::JoinHandle<Vec<Resp>> {
+    let c = client.clone();
+    tokio::spawn(async move { burst(&c, n).await })
+}
+
+/// One chat request, answered in a background task.
+fn one_in_background(client: &TestClient) -> tokio::task::JoinHandle<Resp> {
+    let c = client.clone();
+    tokio::spawn(async move { c.chat(&[], chat_body(None)).await })
+}
+
 fn assert_429(r: &Resp, code: &str) {
     assert_eq!(r.status, 429, "{:?}", r.body);
     assert_eq!(r.error_code().as_deref(), Some(code));
@@ -71,10 +83,7 @@ async fn a_burst_over_the_bound_gets_429_and_the_admitted_ones_finish() {
     let w = sims(1).await;
     let g = start(limited(&w, Some(2), 0, None)).await;
     w[0].set_hang(true);
-    let held = {
-        let c = g.client.clone();
-        tokio::spawn(async move { burst(&c, 2).await })
-    };
+    let held = in_background(&g.client, 2);
     eventually("two requests hold the permits", || async {
         permits_in_use(&g).await == 2.0
     })
@@ -128,10 +137,7 @@ async fn queued_requests_are_admitted_in_turn() {
     let w = sims(1).await;
     let g = start(limited(&w, Some(1), 10, None)).await;
     w[0].set_hang(true);
-    let all = {
-        let c = g.client.clone();
-        tokio::spawn(async move { burst(&c, 4).await })
-    };
+    let all = in_background(&g.client, 4);
     eventually("one admitted, three queued", || async {
         permits_in_use(&g).await == 1.0 && queue_depth(&g).await == 3.0
     })
@@ -159,15 +165,9 @@ async fn a_request_that_waits_too_long_gets_queue_timeout_and_a_full_queue_turns
     c.admission.queue_timeout = Duration::from_secs(1);
     let g = start(c).await;
     w[0].set_hang(true);
-    let first = {
-        let c = g.client.clone();
-        tokio::spawn(async move { c.chat(&[], chat_body(None)).await })
-    };
+    let first = one_in_background(&g.client);
     eventually("one admitted", || async { permits_in_use(&g).await == 1.0 }).await;
-    let second = {
-        let c = g.client.clone();
-        tokio::spawn(async move { c.chat(&[], chat_body(None)).await })
-    };
+    let second = one_in_background(&g.client);
     eventually("one queued", || async { queue_depth(&g).await == 1.0 }).await;
     assert_429(&g.client.chat(&[], chat_body(None)).await, "queue_full");
     let timed_out = second.await.unwrap();
@@ -218,10 +218,7 @@ async fn a_queued_client_that_leaves_leaves_the_queue() {
     let w = sims(1).await;
     let g = start(limited(&w, Some(1), 10, None)).await;
     w[0].set_hang(true);
-    let first = {
-        let c = g.client.clone();
-        tokio::spawn(async move { c.chat(&[], chat_body(None)).await })
-    };
+    let first = one_in_background(&g.client);
     eventually("one admitted", || async { permits_in_use(&g).await == 1.0 }).await;
     let body = chat_body(None).to_string();
     // One client sent its whole request, one only half its body; both then hang up.
@@ -388,10 +385,7 @@ async fn health_admin_and_models_routes_are_never_limited() {
     let w = sims(1).await;
     let g = start(limited(&w, Some(1), 0, None)).await;
     w[0].set_hang(true);
-    let held = {
-        let c = g.client.clone();
-        tokio::spawn(async move { c.chat(&[], chat_body(None)).await })
-    };
+    let held = one_in_background(&g.client);
     eventually("the permit is held", || async {
         permits_in_use(&g).await == 1.0
     })

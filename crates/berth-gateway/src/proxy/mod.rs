@@ -29,6 +29,7 @@ mod prepare;
 mod rank;
 mod replay;
 mod respond;
+mod rewrite;
 mod route;
 mod wait;
 

@@ -6,12 +6,7 @@
 //! (only the whitespace between top-level members goes), an existing `data_parallel_rank` is
 //! replaced, and a body that is not a JSON object is sent unchanged.
 
-use std::fmt;
-
 use bytes::Bytes;
-use serde::Deserializer;
-use serde::de::{Error as _, MapAccess, Visitor};
-use serde_json::value::RawValue;
 
 /// SGLang's request field for the data-parallel rank.
 pub(crate) const RANK_FIELD: &str = "data_parallel_rank";
@@ -19,46 +14,7 @@ pub(crate) const RANK_FIELD: &str = "data_parallel_rank";
 /// `body` with `"data_parallel_rank": rank` set at its top level; `None` when `body` is not a
 /// JSON object (then it is forwarded unchanged).
 pub(crate) fn with_rank(body: &[u8], rank: u32) -> Option<Bytes> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let out = de
-        .deserialize_map(Rewrite {
-            rank,
-            capacity: body.len() + RANK_FIELD.len() + 16,
-        })
-        .ok()?;
-    de.end().ok()?;
-    Some(Bytes::from(out))
-}
-
-/// Copies an object's members (values as raw bytes), dropping any old rank and appending the new.
-struct Rewrite {
-    rank: u32,
-    capacity: usize,
-}
-
-impl<'de> Visitor<'de> for Rewrite {
-    type Value = Vec<u8>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<u8>, A::Error> {
-        let mut out = Vec::with_capacity(self.capacity);
-        out.push(b'{');
-        while let Some(key) = map.next_key::<String>()? {
-            let value: &'de RawValue = map.next_value()?;
-            if key == RANK_FIELD {
-                continue;
-            }
-            serde_json::to_writer(&mut out, &key).map_err(A::Error::custom)?;
-            out.push(b':');
-            out.extend_from_slice(value.get().as_bytes());
-            out.push(b',');
-        }
-        out.extend_from_slice(format!("\"{RANK_FIELD}\":{}}}", self.rank).as_bytes());
-        Ok(out)
-    }
+    super::rewrite::with_members(body, &[RANK_FIELD], &format!("\"{RANK_FIELD}\":{rank}"))
 }
 
 #[cfg(test)]

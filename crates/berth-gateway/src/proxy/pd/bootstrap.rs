@@ -6,13 +6,9 @@
 //! its original bytes (only the whitespace between top-level members goes); bootstrap fields the
 //! client sent are replaced. A body that is not a JSON object cannot be disaggregated.
 
-use std::fmt;
 use std::fmt::Write as _;
 
 use bytes::Bytes;
-use serde::Deserializer;
-use serde::de::{Error as _, MapAccess, Visitor};
-use serde_json::value::RawValue;
 
 /// SGLang's bootstrap request fields.
 const FIELDS: [&str; 3] = ["bootstrap_host", "bootstrap_port", "bootstrap_room"];
@@ -41,48 +37,8 @@ pub(crate) fn with_bootstrap(body: &[u8], b: &Bootstrap<'_>) -> Option<Bytes> {
         }
         None => tail.push_str(",\"bootstrap_port\":null"),
     }
-    let _ = write!(tail, ",\"bootstrap_room\":{}}}", b.room);
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let out = de
-        .deserialize_map(Rewrite {
-            tail,
-            capacity: body.len() + 128 + b.host.len(),
-        })
-        .ok()?;
-    de.end().ok()?;
-    Some(Bytes::from(out))
-}
-
-/// Copies an object's members (values as raw bytes), dropping old bootstrap fields and
-/// appending the new ones.
-struct Rewrite {
-    tail: String,
-    capacity: usize,
-}
-
-impl<'de> Visitor<'de> for Rewrite {
-    type Value = Vec<u8>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<u8>, A::Error> {
-        let mut out = Vec::with_capacity(self.capacity);
-        out.push(b'{');
-        while let Some(key) = map.next_key::<String>()? {
-            let value: &'de RawValue = map.next_value()?;
-            if FIELDS.contains(&key.as_str()) {
-                continue;
-            }
-            serde_json::to_writer(&mut out, &key).map_err(A::Error::custom)?;
-            out.push(b':');
-            out.extend_from_slice(value.get().as_bytes());
-            out.push(b',');
-        }
-        out.extend_from_slice(self.tail.as_bytes());
-        Ok(out)
-    }
+    let _ = write!(tail, ",\"bootstrap_room\":{}", b.room);
+    crate::proxy::rewrite::with_members(body, &FIELDS, &tail)
 }
 
 #[cfg(test)]

@@ -13,29 +13,10 @@ const ADMIN: (&str, &[u8]) = ("authorization", b"Bearer adm1n");
 
 /// `(method, path)` of every route in docs/gateway.md's Routes table, in order.
 fn documented() -> Vec<(Method, String)> {
-    let doc = include_str!("../../../docs/gateway.md");
-    let section = doc
-        .split("\n## Routes\n")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .unwrap();
-    let mut out = Vec::new();
-    for row in section.lines().filter(|l| l.starts_with("| `")) {
-        let first = row.split('|').nth(1).unwrap();
-        let mut method = "";
-        for item in first.split('`').skip(1).step_by(2) {
-            let path = match item.split_once(' ') {
-                Some((m, p)) => {
-                    method = m;
-                    p
-                }
-                None => item,
-            };
-            let path = path.split('?').next().unwrap().to_owned();
-            out.push((method.parse().unwrap(), path));
-        }
-    }
-    out
+    berth_gateway::docs_route_table(include_str!("../../../docs/gateway.md"))
+        .into_iter()
+        .map(|(m, p)| (m.parse().unwrap(), p))
+        .collect()
 }
 
 /// The gateway's answer to a path it has no route for.

@@ -19,5 +19,6 @@ mod routes;
 mod workers;
 
 pub(crate) use respond::json;
+pub use routes::docs_route_table;
 pub(crate) use routes::serve;
 pub(crate) use workers::percent_decode;

@@ -10,6 +10,8 @@
 # entries (commas become spaces), e.g. admission control off vs on, same run:
 #   CONFIGS="off=manual limiter=manual,--max-concurrent-requests,1024" scripts/bench-policy-cpu.sh
 # The first entry is the baseline. Without CONFIGS, each of POLICIES is its own entry.
+# BIN_<LABEL> runs that entry with another berth binary (e.g. an older build), so two versions
+# are compared in one run: BIN_before=/path/to/old/berth CONFIGS="before=manual after=manual".
 #
 # Needs: wrk (apt-get install wrk).
 # Usage: scripts/bench-policy-cpu.sh [DURATION] [CONNS]
@@ -52,8 +54,9 @@ for entry in $CONFIGS; do
     extra=$([ "$spec" = "$policy" ] || echo "${spec#*,}" | tr ',' ' ')
     LABELS="$LABELS $pol"
     port=$((BASE + 10 + 2 * i)); i=$((i + 1))
+    bin_var="BIN_${pol//[^A-Za-z0-9_]/_}"; bin=${!bin_var:-$BERTH}
     # shellcheck disable=SC2086
-    "$BERTH" serve --host 127.0.0.1 --port "$port" --worker-urls "http://127.0.0.1:$W1" \
+    "$bin" serve --host 127.0.0.1 --port "$port" --worker-urls "http://127.0.0.1:$W1" \
         "http://127.0.0.1:$W2" --policy "$policy" --io-threads 1 --prometheus-host 127.0.0.1 \
         --prometheus-port $((port + 1)) --log-level warn $extra >"$OUT/berth-$pol.log" 2>&1 &
     PID[$pol]=$!; PORT[$pol]=$port; PIDS+=($!)

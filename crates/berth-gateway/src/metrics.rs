@@ -88,6 +88,9 @@ pub struct Metrics {
     pub(crate) ttft: Histogram,
     pub(crate) upstream_status: Family<StatusLabels, Counter>,
     responses: Family<ResponseLabels, Counter>,
+    /// `responses{status_code="200",error_code="none"}`, resolved once: the request path's
+    /// common case skips the family's lookup.
+    responses_ok: Counter,
     pub(crate) retries: Counter,
     pub(crate) stale_resends: Counter,
     pub(crate) stream_errors: Counter,
@@ -130,6 +133,7 @@ impl Metrics {
             ttft: hist(),
             upstream_status: Family::default(),
             responses: Family::default(),
+            responses_ok: Counter::default(),
             retries: Counter::default(),
             stale_resends: Counter::default(),
             stream_errors: Counter::default(),
@@ -253,13 +257,30 @@ impl Metrics {
             "ttft_aware: estimated uncached prompt tokens this gateway has queued on each worker",
             m.ttft_queued.clone(),
         );
-        Self { registry, ..m }
+        let responses_ok = m
+            .responses
+            .get_or_create(&ResponseLabels {
+                status_code: 200,
+                error_code: "none",
+            })
+            .clone();
+        Self {
+            registry,
+            responses_ok,
+            ..m
+        }
     }
 
     /// Counts a response to a client: its status, and the gateway's error code if it made one.
     pub(crate) fn response(&self, status: http::StatusCode, headers: &http::HeaderMap) {
-        let error_code = headers
-            .get(crate::error::ERROR_CODE_HEADER)
+        const CODE: http::HeaderName =
+            http::HeaderName::from_static(crate::error::ERROR_CODE_HEADER);
+        let code_header = headers.get(&CODE);
+        if status == http::StatusCode::OK && code_header.is_none() {
+            self.responses_ok.inc();
+            return;
+        }
+        let error_code = code_header
             .and_then(|v| crate::error::ErrorCode::from_wire(v.as_bytes()))
             .map_or("none", crate::error::ErrorCode::as_str);
         self.responses

@@ -315,6 +315,7 @@ impl Metrics {
             evicted_capacity: sum(|r| r.evicted_capacity),
             evicted_worker_removed: sum(|r| r.evicted_worker_removed),
             ttft_fleet: None,
+            prefix_index: None,
         };
         self.cache_entries
             .set(i64::try_from(router.pins).unwrap_or(i64::MAX));

@@ -68,6 +68,7 @@ fn route(
         leg: Leg::Regular,
         text,
         tokens: None,
+        prefix: None,
         exclude: &[],
         stream: None,
     };
@@ -168,6 +169,7 @@ fn bench_vacant_and_respill(c: &mut Criterion) {
         leg: Leg::Regular,
         text: None,
         tokens: None,
+        prefix: None,
         exclude: &[],
         stream: None,
     };
@@ -242,6 +244,7 @@ fn route_keyless(r: &Router, s: &WorkerSnapshot, text: &str, rng: &mut Rng) -> W
         leg: Leg::Regular,
         text: Some(text),
         tokens: None,
+        prefix: None,
         exclude: &[],
         stream: None,
     };

@@ -22,7 +22,6 @@
 mod assign;
 mod breaker;
 mod error;
-mod hashing;
 mod health;
 pub mod key;
 mod options;

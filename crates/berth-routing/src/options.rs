@@ -37,6 +37,8 @@ pub struct RouterOptions {
     pub balance_rel_threshold: f64,
     /// `--max-tree-size`, characters per worker in a cache-aware tree.
     pub max_tree_size: usize,
+    /// `--prefix-index-budget-mb`: bytes of prefix index (all models and workers) in MiB.
+    pub prefix_index_budget_mb: usize,
     /// `--max-sticky-keys`; 0 = unbounded.
     pub max_sticky_keys: usize,
     /// `--sticky-inflight-cap`: the per-key in-flight threshold under the override (>= 1).
@@ -60,6 +62,7 @@ impl Default for RouterOptions {
             balance_abs_threshold: ca.balance_abs_threshold,
             balance_rel_threshold: ca.balance_rel_threshold,
             max_tree_size: ca.max_tree_size,
+            prefix_index_budget_mb: ca.index_budget_bytes >> 20,
             max_sticky_keys: 0,
             sticky_inflight_cap: DEFAULT_STICKY_INFLIGHT_CAP,
             ttft: TtftConfig::default(),
@@ -122,6 +125,12 @@ impl RouterOptions {
         if self.max_tree_size == 0 {
             return Err(Error::config("--max-tree-size", "must be greater than 0"));
         }
+        if self.prefix_index_budget_mb == 0 || self.prefix_index_budget_mb > 1 << 20 {
+            return Err(Error::config(
+                "--prefix-index-budget-mb",
+                "must be between 1 and 1048576",
+            ));
+        }
         if self.sticky_inflight_cap == 0 || self.sticky_inflight_cap > u32::from(u16::MAX) {
             return Err(Error::config(
                 "--sticky-inflight-cap",
@@ -167,6 +176,7 @@ impl RouterOptions {
                 balance_abs_threshold: self.balance_abs_threshold,
                 balance_rel_threshold: self.balance_rel_threshold,
                 max_tree_size: self.max_tree_size,
+                index_budget_bytes: self.prefix_index_budget_mb << 20,
             },
             max_idle_secs: if self.eviction_interval_secs == 0 {
                 0

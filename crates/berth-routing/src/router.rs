@@ -12,7 +12,7 @@ use crate::key::{HeaderSource, RoutingKey};
 use crate::options::{Stickiness, Validated};
 use crate::pin::{EvictionReason, PinTable};
 use crate::policy::ttft::cost::FleetCost;
-use crate::policy::{PickRequest, Policy, PolicyKind, policy_uses_routing_key};
+use crate::policy::{PickRequest, Policy, PolicyKind, PrefixHashes, policy_uses_routing_key};
 use crate::{AssignmentMode, Error, Rng, RouterOptions, WorkerId, WorkerSnapshot, WorkerStats};
 
 /// Which leg of a request a decision is for; prefill and decode pins are independent.
@@ -88,6 +88,9 @@ pub struct RouteRequest<'a> {
     pub text: Option<&'a str>,
     /// Routing-token hint for `cache_aware`, when valid.
     pub tokens: Option<&'a [u32]>,
+    /// `text`'s chunk hashes, when the caller hashed the prompt itself (e.g. as it scanned the
+    /// body); otherwise the router hashes `text` (or `tokens`) once per decision.
+    pub prefix: Option<&'a PrefixHashes>,
     /// Workers already tried for this request (retries): treated as unavailable.
     pub exclude: &'a [WorkerId],
     /// Whether the response will be a stream (the body's `stream`), when the body was read;
@@ -235,6 +238,8 @@ pub struct RouterStats {
     /// `ttft_aware`: the fleet's pooled cost model (what a worker without samples predicts
     /// with); `None` under other policies.
     pub ttft_fleet: Option<crate::CostModel>,
+    /// `cache_aware` and `ttft_aware`: what the prefix index holds and has evicted.
+    pub prefix_index: Option<crate::policy::IndexStats>,
 }
 
 /// The routing decision maker. Shared by every request (`&self`), cheap to call.
@@ -392,11 +397,19 @@ impl Router {
             .map(Cow::Owned)
             .or_else(|| req.text.map(|t| Cow::Borrowed(t.as_bytes())));
         let text = text_bytes.as_deref();
+        // the prompt is hashed once, here, before any lock; every policy step takes the hashes
+        let hashed = match (req.prefix, text) {
+            (Some(_), _) => None,
+            (None, Some(t)) if self.policy.uses_prefix_index() => Some(PrefixHashes::of(t)),
+            _ => None,
+        };
+        let prefix = req.prefix.or(hashed.as_ref());
         if self.cfg.stickiness == Stickiness::None || key.is_none() {
             let pick = PickRequest {
                 key: key.as_ref().map(|k| k.key.as_str()),
                 model: req.model,
                 text,
+                prefix,
                 tokens_hint: req.tokens.is_some(),
                 stream: req.stream,
                 now,
@@ -425,7 +438,7 @@ impl Router {
             });
         }
         match key {
-            Some(key) => self.route_pinned(req, text, key, snap, &cands, now, rng),
+            Some(key) => self.route_pinned(req, text, prefix, key, snap, &cands, now, rng),
             None => Err(Error::NoAvailableWorkers),
         }
     }
@@ -455,6 +468,7 @@ impl Router {
             evicted_capacity: self.pins.evictions(EvictionReason::Capacity),
             evicted_worker_removed: self.pins.evictions(EvictionReason::WorkerRemoved),
             ttft_fleet: self.policy.ttft().map(|t| t.fleet().model()),
+            prefix_index: self.policy.index_stats(),
         }
     }
 }

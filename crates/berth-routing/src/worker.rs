@@ -10,7 +10,10 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Source of snapshot generations (process-wide, so two snapshots never share one).
+static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 use crate::policy::consistent::Ring;
 use crate::policy::ttft::cost::TtftStats;
@@ -121,6 +124,9 @@ pub struct WorkerSnapshot {
     all_available: Vec<WorkerId>,
     /// Consistent-hash ring over every worker (available or not), by URL.
     ring: Ring,
+    /// Distinct per snapshot built (0 for the default, empty one): state derived from the
+    /// fleet (the prefix index's tenants) is re-checked when it changes.
+    generation: u64,
 }
 
 impl WorkerSnapshot {
@@ -158,7 +164,13 @@ impl WorkerSnapshot {
             by_model,
             all_available,
             ring,
+            generation: GENERATION.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// This snapshot's generation (distinct for every snapshot built with [`Self::new`]).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Every worker, in registration order.

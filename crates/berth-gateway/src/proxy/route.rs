@@ -62,6 +62,7 @@ impl<'a> RouteFacts<'a> {
             leg,
             text: self.text,
             tokens: self.tokens,
+            prefix: None,
             exclude,
             stream: self.stream,
         };

@@ -16,7 +16,7 @@
 //! of the text in the model's prefix index (`prefix_index.rs`), imbalanced or not.
 
 use super::PickRequest;
-use super::prefix_index::{self, Trees};
+use super::prefix_index::{Index, IndexStats, SharedIndex};
 use super::simple::{least_loaded, min_by_random_tie};
 use crate::{Rng, WorkerId, WorkerSnapshot};
 
@@ -35,6 +35,8 @@ pub struct CacheAwareConfig {
     pub balance_rel_threshold: f64,
     /// Characters each worker may hold in a tree (`--max-tree-size`).
     pub max_tree_size: usize,
+    /// Bytes of prefix index over all models and workers (`--prefix-index-budget-mb`).
+    pub index_budget_bytes: usize,
 }
 
 impl Default for CacheAwareConfig {
@@ -44,23 +46,28 @@ impl Default for CacheAwareConfig {
             balance_abs_threshold: 64,
             balance_rel_threshold: 1.5,
             max_tree_size: 1 << 26,
+            index_budget_bytes: 32 << 20,
         }
     }
 }
 
-/// The policy: one prefix index per model.
+/// The policy: one prefix index for every model.
 #[derive(Debug)]
 pub(crate) struct CacheAware {
     cfg: CacheAwareConfig,
-    trees: Trees,
+    index: SharedIndex,
 }
 
 impl CacheAware {
     pub(crate) fn new(cfg: CacheAwareConfig) -> Self {
         Self {
             cfg,
-            trees: Trees::new(cfg.max_tree_size),
+            index: SharedIndex::new(cfg.index_budget_bytes, cfg.max_tree_size),
         }
+    }
+
+    pub(crate) fn index_stats(&self) -> IndexStats {
+        self.index.stats()
     }
 
     /// Whether the candidates' loads are imbalanced by SMG's two-condition rule.
@@ -82,16 +89,18 @@ impl CacheAware {
         rng: &mut Rng,
     ) -> WorkerId {
         let imbalanced = self.imbalanced(snap, cands);
-        let Some(text) = req.text.filter(|t| !t.is_empty()) else {
+        let Some(text) = req.hashes() else {
             return least_loaded(snap, cands, rng);
         };
-        let tree = self.trees.get(req.model);
-        let mut tree = prefix_index::lock(&tree);
+        let mut tree = self.index.lock();
+        let Some(model) = tree.model(req.model, snap) else {
+            return least_loaded(snap, cands, rng);
+        };
         let choice = if imbalanced {
             least_loaded(snap, cands, rng)
         } else {
-            let (matched, holders) = tree.longest_match(text, cands);
-            let rate = matched as f64 / text.len() as f64;
+            let (matched, holders) = tree.longest_match(model, &text, cands);
+            let rate = matched as f64 / text.text_len() as f64;
             if rate > self.cfg.cache_threshold && !holders.is_empty() {
                 least_loaded(snap, &holders, rng)
             } else {
@@ -101,17 +110,17 @@ impl CacheAware {
                     .filter(|w| snap.load(*w) == 0)
                     .collect();
                 let pool = if idle.is_empty() { cands } else { &idle };
-                min_by_random_tie(pool, |w| tree_size(&tree, w), rng)
+                min_by_random_tie(pool, |w| tree_size(&tree, model, w), rng)
             }
         };
-        tree.insert(text, choice);
+        tree.insert(model, &text, choice, usize::MAX);
         choice
     }
 }
 
 /// A tenant's cached characters as a score (saturating: trees are bounded far below 4 GiB).
-fn tree_size(tree: &prefix_index::PrefixIndex, w: WorkerId) -> u32 {
-    u32::try_from(tree.tenant_chars(w)).unwrap_or(u32::MAX)
+fn tree_size(tree: &Index, model: u32, w: WorkerId) -> u32 {
+    u32::try_from(tree.tenant_chars(model, w)).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

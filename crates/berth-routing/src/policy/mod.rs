@@ -19,8 +19,10 @@ pub mod ttft;
 
 pub use cache_aware::CacheAwareConfig;
 pub use kind::{PolicyKind, policy_uses_routing_key};
+pub use prefix_index::{CHUNK, IndexEviction, IndexStats, PrefixHasher, PrefixHashes};
 pub use ttft::{CostModel, TtftConfig};
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -33,12 +35,27 @@ pub(crate) struct PickRequest<'a> {
     pub(crate) model: Option<&'a str>,
     /// Request text (or routing-token bytes) for `cache_aware` and `ttft_aware`.
     pub(crate) text: Option<&'a [u8]>,
+    /// `text`'s chunk hashes when the caller computed them already (the router does, once per
+    /// request, before any lock).
+    pub(crate) prefix: Option<&'a PrefixHashes>,
     /// `text` holds routing-token bytes (4 per token), not characters.
     pub(crate) tokens_hint: bool,
     /// Whether the response will be a stream, when the body was read (`ttft_aware`).
     pub(crate) stream: Option<bool>,
     /// The decision's time (`ttft_aware`'s queue estimate).
     pub(crate) now: Duration,
+}
+
+impl PickRequest<'_> {
+    /// The prompt's chunk hashes (computed here when the caller did not), `None` without a
+    /// prompt.
+    pub(crate) fn hashes(&self) -> Option<Cow<'_, PrefixHashes>> {
+        match (self.prefix, self.text) {
+            (Some(p), _) if !p.is_empty() => Some(Cow::Borrowed(p)),
+            (None, Some(t)) if !t.is_empty() => Some(Cow::Owned(PrefixHashes::of(t))),
+            _ => None,
+        }
+    }
 }
 
 /// A configured policy, ready to pick.
@@ -63,11 +80,7 @@ impl Policy {
             PolicyKind::PowerOfTwo => Self::PowerOfTwo,
             PolicyKind::CacheAware => Self::CacheAware(cache_aware::CacheAware::new(cache)),
             PolicyKind::ConsistentHashing => Self::ConsistentHashing,
-            PolicyKind::TtftAware => Self::TtftAware(ttft::TtftAware::new(
-                ttft,
-                cache.cache_threshold,
-                cache.max_tree_size,
-            )),
+            PolicyKind::TtftAware => Self::TtftAware(ttft::TtftAware::new(ttft, cache)),
             PolicyKind::Manual => Self::Manual,
         }
     }
@@ -76,6 +89,20 @@ impl Policy {
     pub(crate) fn ttft(&self) -> Option<&ttft::TtftAware> {
         match self {
             Self::TtftAware(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Whether the policy keeps a prefix index (and so needs the prompt's hashes).
+    pub(crate) fn uses_prefix_index(&self) -> bool {
+        matches!(self, Self::CacheAware(_) | Self::TtftAware(_))
+    }
+
+    /// What the policy's prefix index holds, for the policies that keep one.
+    pub(crate) fn index_stats(&self) -> Option<IndexStats> {
+        match self {
+            Self::CacheAware(ca) => Some(ca.index_stats()),
+            Self::TtftAware(t) => Some(t.index_stats()),
             _ => None,
         }
     }

@@ -1,195 +1,188 @@
-//! The approximate prefix tree shared by `cache_aware` and `ttft_aware`.
+//! The approximate prefix index shared by `cache_aware` and `ttft_aware`.
 //!
 //! Request text (or routing-token bytes, 4 per token) is cut into [`CHUNK`]-byte pieces, each
-//! hashed together with everything before it, so a chunk hash names a whole prefix. A worker is
-//! a tenant of every prefix it was sent. Matching walks the chunks while some candidate holds
-//! the prefix; that is a radix-tree walk without the pointer chasing, approximate to one chunk.
-//! Each index (one per model, see [`Trees`]) is bounded per tenant by `max_tree_size`
-//! characters with least-recently-used eviction, kept by a per-tenant queue whose stale entries
-//! are skipped lazily. Eviction removes a text's deepest chunks first, so a kept chunk's prefix
-//! is always kept too (as in a radix tree, leaves go before the nodes they hang from).
+//! hashed together with everything before it ([`PrefixHashes`]), so a chunk hash names a whole
+//! prefix. The chain starts from a per-process random secret, so clients cannot craft texts
+//! whose chunks collide in the index. The hashes are computed once per request, before any
+//! lock is taken; matching and insertion take them.
+//!
+//! - `prefix_index/index.rs`: tenants (one per model and worker), segments, matching in
+//!   `O(log n)` lookups per candidate, insertion of new chunks only, eviction.
+//! - `prefix_index/evict.rs`: eviction (per tenant, and least recently used across tenants
+//!   under the byte budget) and the table's growth and sweeps.
+//! - `prefix_index/table.rs`: the compact table, 8 bytes a slot.
+//!
+//! One index per policy holds every model and worker under one byte budget
+//! (`--prefix-index-budget-mb`), least recently used segments evicted first across all of
+//! them. Each tenant is also bounded by `max_tree_size` characters (and under `ttft_aware` by
+//! its worker's KV capacity). Indexes exist only for models the fleet serves; a removed
+//! worker's entries are purged when the next snapshot is seen.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+mod evict;
+mod index;
+mod table;
+
+use std::hash::BuildHasher;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::WorkerId;
-use crate::hashing::U64Map;
+pub use evict::IndexEviction;
+pub(crate) use index::Index;
 
 /// Bytes per indexed chunk: the granularity of the approximation.
 pub const CHUNK: usize = 32;
 
-/// One prefix index per model ("" for requests without one), created on first use.
-#[derive(Debug)]
-pub(crate) struct Trees {
-    max_tree_size: usize,
-    map: Mutex<HashMap<Box<str>, Arc<Mutex<PrefixIndex>>>>,
-}
-
-impl Trees {
-    pub(crate) fn new(max_tree_size: usize) -> Self {
-        Self {
-            max_tree_size,
-            map: Mutex::default(),
-        }
-    }
-
-    /// The index of `model`.
-    pub(crate) fn get(&self, model: Option<&str>) -> Arc<Mutex<PrefixIndex>> {
-        let model = model.unwrap_or("");
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(t) = map.get(model) {
-            return t.clone();
-        }
-        map.entry(model.into())
-            .or_insert_with(|| Arc::new(Mutex::new(PrefixIndex::new(self.max_tree_size))))
-            .clone()
-    }
-}
-
-/// Locks an index (a poisoned lock still holds a usable index: every update keeps it valid).
-pub(crate) fn lock(index: &Mutex<PrefixIndex>) -> MutexGuard<'_, PrefixIndex> {
-    index.lock().unwrap_or_else(PoisonError::into_inner)
-}
-/// Chained-hash prefix index with per-tenant LRU bounds.
-#[derive(Debug)]
-pub(crate) struct PrefixIndex {
-    max_per_tenant: usize,
-    tick: u64,
-    nodes: U64Map<Vec<(WorkerId, u64)>>,
-    tenants: HashMap<WorkerId, Tenant>,
-}
-
-#[derive(Debug, Default)]
-struct Tenant {
-    chars: usize,
-    /// (chunk hash, tick when touched); stale when the node's tick for this tenant is newer.
-    lru: VecDeque<(u64, u64)>,
-}
-
-fn chunk_hashes(text: &[u8]) -> impl Iterator<Item = u64> + '_ {
-    text.chunks_exact(CHUNK).scan(0u64, |prev, chunk| {
-        *prev = xxh3_64_with_seed(chunk, *prev);
-        Some(*prev)
+/// This process's secret: the seed of every chunk chain and of the pin table's slot hash.
+pub(crate) fn process_secret() -> u64 {
+    static SECRET: OnceLock<u64> = OnceLock::new();
+    *SECRET.get_or_init(|| {
+        std::collections::hash_map::RandomState::new().hash_one(0x0062_6572_7468_u64)
     })
 }
 
-impl PrefixIndex {
-    pub(crate) fn new(max_per_tenant: usize) -> Self {
+/// The table key of chunk hash `h` for tenant `t` (a bijective mix, so distinct tenants'
+/// chunks spread independently).
+pub(super) fn key_of(h: u64, t: u32) -> u64 {
+    let mut x = h ^ (u64::from(t) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    x ^= x >> 33;
+    x
+}
+
+/// The chained chunk hashes of one prompt and its length in bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PrefixHashes {
+    hashes: Vec<u64>,
+    len: usize,
+}
+
+impl PrefixHashes {
+    /// The hashes of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        let mut h = PrefixHasher::new();
+        h.write(bytes);
+        h.finish()
+    }
+
+    /// One hash per whole chunk.
+    pub fn chunks(&self) -> &[u64] {
+        &self.hashes
+    }
+
+    /// The text's length in bytes (a trailing partial chunk counts here, not in the hashes).
+    pub fn text_len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the text was empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Hashes a prompt fed in pieces (e.g. each message's content as a JSON scanner finds it):
+/// the result equals [`PrefixHashes::of`] the concatenation.
+#[derive(Debug, Clone)]
+pub struct PrefixHasher {
+    buf: [u8; CHUNK],
+    fill: usize,
+    prev: u64,
+    out: PrefixHashes,
+}
+
+impl Default for PrefixHasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PrefixHasher {
+    /// An empty prompt.
+    pub fn new() -> Self {
         Self {
-            max_per_tenant: max_per_tenant.max(CHUNK),
-            tick: 0,
-            nodes: U64Map::default(),
-            tenants: HashMap::new(),
+            buf: [0; CHUNK],
+            fill: 0,
+            prev: process_secret(),
+            out: PrefixHashes::default(),
         }
     }
 
-    /// Matched bytes and the candidates holding that longest prefix.
-    pub(crate) fn longest_match(&self, text: &[u8], cands: &[WorkerId]) -> (usize, Vec<WorkerId>) {
-        let held = |tenants: &[(WorkerId, u64)]| {
-            tenants.iter().any(|(w, _)| cands.binary_search(w).is_ok())
-        };
-        let mut depth = 0;
-        let mut deepest: &[(WorkerId, u64)] = &[];
-        for h in chunk_hashes(text) {
-            match self.nodes.get(&h) {
-                Some(tenants) if held(tenants) => {
-                    deepest = tenants;
-                    depth += 1;
-                }
-                _ => break,
-            }
-        }
-        let holders = deepest
-            .iter()
-            .map(|(w, _)| *w)
-            .filter(|w| cands.binary_search(w).is_ok())
-            .collect();
-        (depth * CHUNK, holders)
+    fn push(&mut self, chunk: &[u8]) {
+        self.prev = xxh3_64_with_seed(chunk, self.prev);
+        self.out.hashes.push(self.prev);
     }
 
-    /// Makes `worker` a tenant of every prefix of `text`, then evicts its least recently used
-    /// prefixes beyond the bound. The chunks are touched deepest first, so within one text a
-    /// prefix is always more recent than its extensions: eviction removes leaves before the
-    /// prefixes they hang from (a kept chunk whose prefix is gone could never match).
-    pub(crate) fn insert(&mut self, text: &[u8], worker: WorkerId) {
-        self.insert_capped(text, worker, self.max_per_tenant);
+    /// Appends `bytes` to the prompt.
+    pub fn write(&mut self, mut bytes: &[u8]) {
+        self.out.len += bytes.len();
+        if self.fill > 0 {
+            let take = (CHUNK - self.fill).min(bytes.len());
+            self.buf[self.fill..self.fill + take].copy_from_slice(&bytes[..take]);
+            self.fill += take;
+            bytes = &bytes[take..];
+            if self.fill < CHUNK {
+                return;
+            }
+            let chunk = self.buf;
+            self.push(&chunk);
+            self.fill = 0;
+        }
+        let whole = bytes.len() / CHUNK * CHUNK;
+        self.out.hashes.reserve(whole / CHUNK);
+        for chunk in bytes[..whole].chunks_exact(CHUNK) {
+            self.push(chunk);
+        }
+        let rest = &bytes[whole..];
+        self.buf[..rest.len()].copy_from_slice(rest);
+        self.fill = rest.len();
     }
 
-    /// [`Self::insert`] with this tenant bounded by `cap` characters (at most the index's own
-    /// bound): a worker whose KV capacity is known holds no more than that.
-    pub(crate) fn insert_capped(&mut self, text: &[u8], worker: WorkerId, cap: usize) {
-        let cap = cap.clamp(CHUNK, self.max_per_tenant);
-        let tenant = self.tenants.entry(worker).or_default();
-        let hashes: Vec<u64> = chunk_hashes(text).collect();
-        for &h in hashes.iter().rev() {
-            self.tick += 1;
-            let tenants = self.nodes.entry(h).or_default();
-            match tenants.iter_mut().find(|(w, _)| *w == worker) {
-                Some(slot) => slot.1 = self.tick,
-                None => {
-                    tenants.push((worker, self.tick));
-                    tenant.chars += CHUNK;
-                }
-            }
-            tenant.lru.push_back((h, self.tick));
-        }
-        while tenant.chars > cap {
-            let Some((h, tick)) = tenant.lru.pop_front() else {
-                break;
-            };
-            let Some(tenants) = self.nodes.get_mut(&h) else {
-                continue;
-            };
-            if let Some(pos) = tenants.iter().position(|(w, t)| *w == worker && *t == tick) {
-                tenants.swap_remove(pos);
-                tenant.chars -= CHUNK;
-                if tenants.is_empty() {
-                    self.nodes.remove(&h);
-                }
-            }
-        }
-        // Touches leave stale queue entries behind; drop them once they dominate.
-        let live = tenant.chars / CHUNK;
-        if tenant.lru.len() > 2 * live + 1024 {
-            let nodes = &self.nodes;
-            tenant.lru.retain(|(h, tick)| {
-                nodes
-                    .get(h)
-                    .is_some_and(|ts| ts.iter().any(|(w, t)| *w == worker && t == tick))
-            });
-        }
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.out.len
     }
 
-    /// Matched bytes of `text` per candidate (in `cands` order): how much of the text's
-    /// prefix each one probably holds. A walk over the chunks, stopping where no candidate
-    /// holds the prefix any more; a candidate's match ends at the first chunk it lacks.
-    pub(crate) fn match_per_worker(&self, text: &[u8], cands: &[WorkerId]) -> Vec<usize> {
-        let mut depth = vec![0usize; cands.len()];
-        for (i, h) in chunk_hashes(text).enumerate() {
-            let Some(tenants) = self.nodes.get(&h) else {
-                break;
-            };
-            let mut any = false;
-            for (w, _) in tenants {
-                if let Ok(c) = cands.binary_search(w)
-                    && depth[c] == i
-                {
-                    depth[c] = i + 1;
-                    any = true;
-                }
-            }
-            if !any {
-                break;
-            }
-        }
-        depth.iter().map(|d| d * CHUNK).collect()
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.out.len == 0
     }
 
-    /// Characters held by `worker`.
-    pub(crate) fn tenant_chars(&self, worker: WorkerId) -> usize {
-        self.tenants.get(&worker).map_or(0, |t| t.chars)
+    /// The hashes of everything written.
+    pub fn finish(self) -> PrefixHashes {
+        self.out
+    }
+}
+
+/// What the prefix index holds (for metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexStats {
+    /// Bytes of table, segments and recency queues.
+    pub bytes: usize,
+    /// Chunks held, over all tenants.
+    pub chunks: usize,
+    /// Chunks evicted since start, by [`IndexEviction`] (in `IndexEviction::ALL` order).
+    pub evicted_chunks: [u64; 3],
+}
+
+/// The policy's index behind its mutex.
+#[derive(Debug)]
+pub(crate) struct SharedIndex(Mutex<Index>);
+
+impl SharedIndex {
+    pub(crate) fn new(budget_bytes: usize, max_tree_size: usize) -> Self {
+        Self(Mutex::new(Index::new(budget_bytes, max_tree_size)))
+    }
+
+    /// Locks the index (a poisoned lock still holds a usable index: every update keeps the
+    /// table consistent).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Index> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn stats(&self) -> IndexStats {
+        self.lock().stats()
     }
 }
 

@@ -33,7 +33,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::PickRequest;
-use super::prefix_index::{self, Trees};
+use super::cache_aware::CacheAwareConfig;
+use super::prefix_index::{IndexStats, SharedIndex};
 use crate::{Rng, WorkerId, WorkerSnapshot};
 
 pub mod cost;
@@ -112,7 +113,7 @@ pub(crate) struct TtftAware {
     cfg: TtftConfig,
     /// Share of the prompt a worker must hold to count as its holder (`--cache-threshold`).
     cache_threshold: f64,
-    trees: Trees,
+    index: SharedIndex,
     fleet: Arc<FleetCost>,
 }
 
@@ -121,13 +122,17 @@ fn ms(now: Duration) -> f64 {
 }
 
 impl TtftAware {
-    pub(crate) fn new(cfg: TtftConfig, cache_threshold: f64, max_tree_size: usize) -> Self {
+    pub(crate) fn new(cfg: TtftConfig, cache: CacheAwareConfig) -> Self {
         Self {
             cfg,
-            cache_threshold,
-            trees: Trees::new(max_tree_size),
+            cache_threshold: cache.cache_threshold,
+            index: SharedIndex::new(cache.index_budget_bytes, cache.max_tree_size),
             fleet: Arc::new(FleetCost::new(cfg.prior)),
         }
+    }
+
+    pub(crate) fn index_stats(&self) -> IndexStats {
+        self.index.stats()
     }
 
     pub(crate) fn config(&self) -> &TtftConfig {
@@ -157,19 +162,24 @@ impl TtftAware {
     ) -> Evaluation {
         let now = ms(req.now);
         let fleet = self.fleet.model();
-        let text = req.text.filter(|t| !t.is_empty());
+        let text = req.hashes();
         let per = self.bytes_per_token(req);
         let (matched, sizes) = {
-            let tree = self.trees.get(req.model);
-            let tree = prefix_index::lock(&tree);
-            let matched = match text {
-                Some(t) => tree.match_per_worker(t, cands),
-                None => vec![0; cands.len()],
-            };
-            let sizes: Vec<usize> = cands.iter().map(|w| tree.tenant_chars(*w)).collect();
-            (matched, sizes)
+            let mut tree = self.index.lock();
+            match tree.model(req.model, snap) {
+                Some(model) => {
+                    let matched = match &text {
+                        Some(t) => tree.match_per_worker(model, t, cands),
+                        None => vec![0; cands.len()],
+                    };
+                    let sizes: Vec<usize> =
+                        cands.iter().map(|w| tree.tenant_chars(model, *w)).collect();
+                    (matched, sizes)
+                }
+                None => (vec![0; cands.len()], vec![0; cands.len()]),
+            }
         };
-        let prompt = text.map_or(0.0, |t| t.len() as f64 / per);
+        let prompt = text.as_ref().map_or(0.0, |t| t.text_len() as f64 / per);
         let estimates = cands
             .iter()
             .zip(matched)
@@ -187,7 +197,7 @@ impl TtftAware {
                         cached_chars,
                     };
                 };
-                let own = match text {
+                let own = match &text {
                     Some(_) => (prompt - m as f64 / per).max(0.0),
                     None => stats.ttft.mean_own_tokens(),
                 };
@@ -285,12 +295,15 @@ impl TtftAware {
         chosen: WorkerId,
     ) -> Option<u64> {
         let stats = snap.stats(chosen)?;
-        if let Some(t) = req.text.filter(|t| !t.is_empty()) {
+        if let Some(t) = req.hashes() {
             // a worker that said its KV capacity holds no more than that (in index bytes)
             let cap = stats.kv_capacity_tokens().map_or(usize::MAX, |tokens| {
                 (tokens as f64 * self.bytes_per_token(req)) as usize
             });
-            prefix_index::lock(&self.trees.get(req.model)).insert_capped(t, chosen, cap);
+            let mut tree = self.index.lock();
+            if let Some(model) = tree.model(req.model, snap) {
+                tree.insert(model, &t, chosen, cap);
+            }
         }
         let est = eval.of(chosen)?;
         let streaming = match req.stream {

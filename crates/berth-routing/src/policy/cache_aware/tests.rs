@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::WorkerStats;
+use crate::policy::PrefixHashes;
 use crate::worker::WorkerEntry;
 
 fn fleet(loads: &[u32]) -> WorkerSnapshot {
@@ -76,7 +77,9 @@ fn follows_the_prefix_above_threshold() {
 
 /// Makes `w` a tenant of `t` in the policy's index for requests without a model.
 fn hold(ca: &CacheAware, t: &[u8], w: u32) {
-    prefix_index::lock(&ca.trees.get(None)).insert(t, WorkerId(w));
+    let mut index = ca.index.lock();
+    let model = index.model_named("");
+    index.insert(model, &PrefixHashes::of(t), WorkerId(w), usize::MAX);
 }
 
 fn unkeyed(t: &[u8]) -> PickRequest<'_> {
@@ -234,7 +237,9 @@ fn imbalance_needs_both_conditions() {
     // the chosen worker becomes a tenant even when the imbalance decided
     let ca = held_by_0();
     ca.pick(&unkeyed(&t), &fleet(&[10, 0]), &ids(2), &mut rng);
-    let (_, holders) = prefix_index::lock(&ca.trees.get(None)).longest_match(&t, &ids(2));
+    let mut index = ca.index.lock();
+    let model = index.model_named("");
+    let (_, holders) = index.longest_match(model, &PrefixHashes::of(&t), &ids(2));
     assert_eq!(holders.len(), 2);
 }
 

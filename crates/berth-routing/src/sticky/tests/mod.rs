@@ -92,6 +92,7 @@ pub(crate) fn keyed<'a>(headers: &'a HeaderList<'a>) -> RouteRequest<'a> {
         leg: Leg::Regular,
         text: None,
         tokens: None,
+        prefix: None,
         exclude: &[],
         stream: None,
     }

@@ -10,7 +10,7 @@
 
 use crate::WorkerSnapshot;
 use crate::options::Stickiness;
-use crate::pin::PinTable;
+
 use crate::pin::slots::{Entry, NONE};
 use crate::router::{Leg, secs};
 use crate::sticky::{scoped_key, set_workers};
@@ -79,7 +79,7 @@ impl Router {
         let mut x = hash as u64;
         let evicted = self
             .pins
-            .insert_bounded(PinTable::shard_of(hash), &mut shard, entry, || {
+            .insert_bounded(self.pins.shard_of(hash), &mut shard, entry, || {
                 x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
                 x
             });

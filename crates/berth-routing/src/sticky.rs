@@ -9,8 +9,8 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use crate::key::RoutingKey;
 use crate::options::Stickiness;
+use crate::pin::EvictionReason;
 use crate::pin::slots::{Entry, NONE, Orphans};
-use crate::pin::{EvictionReason, PinTable};
 use crate::policy::PickRequest;
 use crate::router::{Branch, Decision, Lease, Leg, secs};
 use crate::{AssignmentMode, Error, Rng, RouteRequest, Router, WorkerId, WorkerSnapshot};
@@ -100,7 +100,7 @@ impl Router {
                 entry.in_flight[0] = shard.orphans.take(scoped, w.0).saturating_add(1);
                 let evicted =
                     self.pins
-                        .insert_bounded(PinTable::shard_of(scoped), &mut shard, entry, || {
+                        .insert_bounded(self.pins.shard_of(scoped), &mut shard, entry, || {
                             rng.next_u64()
                         });
                 if let Some(s) = evicted

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::sticky::forget_removed;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use slots::{Entry, NONE, Slots};
+use slots::{Entry, NONE, Placement, Slots};
 
 use crate::{WorkerId, WorkerSnapshot};
 
@@ -56,6 +56,7 @@ impl EvictionReason {
 /// The sharded pin table.
 #[derive(Debug)]
 pub(crate) struct PinTable {
+    placement: Placement,
     shards: Box<[Mutex<Slots>]>,
     count: AtomicUsize,
     /// Most pins; 0 = unbounded.
@@ -68,8 +69,15 @@ pub(crate) struct PinTable {
 
 impl PinTable {
     pub(crate) fn new(max: usize) -> Self {
+        Self::with_placement(max, Placement::Keyed)
+    }
+
+    pub(crate) fn with_placement(max: usize, placement: Placement) -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            placement,
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(Slots::with_placement(placement)))
+                .collect(),
             count: AtomicUsize::new(0),
             max,
             cursor: Mutex::new((0, 0, 0)),
@@ -78,7 +86,7 @@ impl PinTable {
     }
 
     pub(crate) fn lock(&self, key: u128) -> MutexGuard<'_, Slots> {
-        self.shards[Self::shard_of(key)]
+        self.shards[self.shard_of(key)]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -148,8 +156,8 @@ impl PinTable {
     }
 
     /// The shard index of `key`.
-    pub(crate) fn shard_of(key: u128) -> usize {
-        (key >> 120) as usize & (SHARDS - 1)
+    pub(crate) fn shard_of(&self, key: u128) -> usize {
+        self.placement.spot(key).0 & (SHARDS - 1)
     }
 
     /// One request for `key` on `worker` ended.

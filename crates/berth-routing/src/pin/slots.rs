@@ -6,6 +6,34 @@
 //! approximate-LRU capacity eviction) and resumable scans (for the incremental idle sweep).
 //! Linear probing with backward-shift deletion keeps probe sequences short without tombstones.
 
+/// Where keys sit: the shard and home slot of a key hash. Keyed (SipHash with this process's
+/// random keys) so that clients, who can compute the unkeyed 128-bit key hashes (they are the
+/// shared store's key names), cannot choose keys that pile into one shard or one probe run;
+/// the raw placement (the hash's own bits) is for tests that place keys on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    Keyed,
+    #[cfg(test)]
+    Raw,
+}
+
+impl Placement {
+    /// (bits choosing the shard, bits choosing the home slot).
+    pub(crate) fn spot(self, key: u128) -> (usize, usize) {
+        match self {
+            Self::Keyed => {
+                use std::hash::BuildHasher;
+                static STATE: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+                    std::sync::OnceLock::new();
+                let h = STATE.get_or_init(Default::default).hash_one(key);
+                ((h >> 56) as usize, h as usize)
+            }
+            #[cfg(test)]
+            Self::Raw => ((key >> 120) as usize, key as usize >> 1),
+        }
+    }
+}
+
 /// "No worker" in an entry's worker slot.
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -53,6 +81,7 @@ impl Entry {
 /// An open-addressing table; capacity is a power of two, load at most 7/8.
 #[derive(Debug)]
 pub(crate) struct Slots {
+    placement: Placement,
     slots: Vec<Entry>,
     len: usize,
     /// A key's requests still in flight on a worker its entry no longer remembers (the pin
@@ -66,7 +95,14 @@ pub(crate) struct Slots {
 
 impl Default for Slots {
     fn default() -> Self {
+        Self::with_placement(Placement::Keyed)
+    }
+}
+
+impl Slots {
+    pub(crate) fn with_placement(placement: Placement) -> Self {
         Self {
+            placement,
             slots: vec![EMPTY; 16],
             len: 0,
             orphans: Orphans::default(),
@@ -175,7 +211,7 @@ impl Slots {
     }
 
     fn home(&self, key: u128) -> usize {
-        (key as usize >> 1) & self.mask()
+        self.placement.spot(key).1 & self.mask()
     }
 
     fn find(&self, key: u128) -> Option<usize> {
@@ -350,7 +386,7 @@ mod tests {
     proptest! {
         #[test]
         fn behaves_like_a_map(ops in proptest::collection::vec((0u8..3, 1u128..64), 1..400)) {
-            let mut t = Slots::default();
+            let mut t = Slots::with_placement(Placement::Raw);
             let mut m: HashMap<u128, u32> = HashMap::new();
             for (op, k) in ops {
                 // force collisions: many keys share low bits
@@ -378,7 +414,7 @@ mod tests {
 
         #[test]
         fn retain_removes_exactly_the_selected(keys in proptest::collection::hash_set(1u128..5000, 1..300)) {
-            let mut t = Slots::default();
+            let mut t = Slots::with_placement(Placement::Raw);
             for k in &keys {
                 t.insert(Entry::new((k << 1) | 1, *k as u32, (*k % 7) as u32));
             }
@@ -397,7 +433,7 @@ mod tests {
 
     #[test]
     fn sampled_eviction_prefers_old_and_idle() {
-        let mut t = Slots::default();
+        let mut t = Slots::with_placement(Placement::Raw);
         for k in 1..=8u128 {
             let mut e = Entry::new((k << 1) | 1, 0, 100 + k as u32);
             if k == 1 {

@@ -23,17 +23,12 @@ fn key(home: usize, tag: u128) -> u128 {
 
 fn insert(t: &PinTable, k: u128, last_used: u32) {
     let mut shard = t.lock(k);
-    t.insert_bounded(
-        PinTable::shard_of(k),
-        &mut shard,
-        Entry::new(k, 0, last_used),
-        || 0,
-    );
+    t.insert_bounded(t.shard_of(k), &mut shard, Entry::new(k, 0, last_used), || 0);
 }
 
 #[test]
 fn a_sweep_resumed_after_growth_misses_no_idle_pin() {
-    let t = PinTable::new(0);
+    let t = PinTable::with_placement(0, slots::Placement::Raw);
     let snap = one_worker();
     let (now, max_idle) = (1000, 100);
     let mut tag = 1;
@@ -118,7 +113,7 @@ mod slots_model {
 
         #[test]
         fn wrapping_clusters_behave_like_a_map(ops in proptest::collection::vec(op(), 1..300)) {
-            let mut t = Slots::default();
+            let mut t = Slots::with_placement(super::slots::Placement::Raw);
             let mut m: HashMap<u16, (u128, u8)> = HashMap::new();
             for op in ops {
                 // homes depend on the capacity when the key was first inserted: remember the key
@@ -173,4 +168,25 @@ mod slots_model {
             }
         }
     }
+}
+
+#[test]
+fn keyed_placement_spreads_keys_crafted_to_collide() {
+    // 2000 keys sharing the shard bits and the home-slot bits of the raw hash
+    let keys: Vec<u128> = (0..2000u128).map(|i| (i << 64) | 1).collect();
+    let raw = PinTable::with_placement(0, slots::Placement::Raw);
+    let keyed = PinTable::new(0);
+    let shards = |t: &PinTable| {
+        keys.iter()
+            .map(|k| t.shard_of(*k))
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    };
+    assert_eq!(shards(&raw), 1);
+    assert!(shards(&keyed) > 200, "{}", shards(&keyed));
+    let homes: std::collections::HashSet<usize> = keys
+        .iter()
+        .map(|k| slots::Placement::Keyed.spot(*k).1 & 0xffff)
+        .collect();
+    assert!(homes.len() > 1900, "{}", homes.len());
 }

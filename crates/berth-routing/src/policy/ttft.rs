@@ -38,6 +38,7 @@ use super::prefix_index::{IndexStats, SharedIndex};
 use crate::{Rng, WorkerId, WorkerSnapshot};
 
 pub mod cost;
+mod queue;
 
 pub use cost::CostModel;
 use cost::{FleetCost, Prediction, Streaming};

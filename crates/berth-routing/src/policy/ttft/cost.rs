@@ -33,7 +33,10 @@
 //! per-worker fit would let that noise send every new session to whichever worker happened to
 //! look fastest, leaving an unmeasured one idle for good.
 
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::queue::{Pending, PrefillQueue};
 
 /// Weight of the newest sample in the exponentially weighted statistics (about the last 20
 /// first-byte times dominate).
@@ -85,11 +88,15 @@ pub(crate) struct Prediction {
 }
 
 /// The fleet's pooled cost model: learned from every worker's first bytes, it is what every
-/// worker predicts with (times its speed).
+/// worker predicts with (times its speed). Decisions read the current model from atomics
+/// without a lock; only a first byte (learning) takes the mutex, then publishes the new model.
+/// A reader racing a publish may see coefficients of two consecutive models mixed, each a
+/// valid estimate.
 #[derive(Debug)]
 pub(crate) struct FleetCost {
     prior: CostModel,
     inner: Mutex<FleetInner>,
+    current: [AtomicU64; 3],
 }
 
 #[derive(Debug, Default)]
@@ -122,6 +129,21 @@ impl FleetCost {
         Self {
             prior,
             inner: Mutex::default(),
+            current: [
+                AtomicU64::new(prior.base_ms.to_bits()),
+                AtomicU64::new(prior.per_token_ms.to_bits()),
+                AtomicU64::new(prior.per_decode_ms.to_bits()),
+            ],
+        }
+    }
+
+    /// The pooled model in force (see [`Self::compute`]), read without a lock.
+    pub(crate) fn model(&self) -> CostModel {
+        let [b, t, d] = &self.current;
+        CostModel {
+            base_ms: f64::from_bits(b.load(AtomicOrdering::Acquire)),
+            per_token_ms: f64::from_bits(t.load(AtomicOrdering::Acquire)),
+            per_decode_ms: f64::from_bits(d.load(AtomicOrdering::Acquire)),
         }
     }
 
@@ -129,8 +151,7 @@ impl FleetCost {
     /// at the fleet's mean features it predicts the fleet's mean first-byte time: the fit's pull
     /// towards its starting values then never makes the workers that were measured look faster
     /// than the model, which is what each worker's speed is relative to.
-    pub(crate) fn model(&self) -> CostModel {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+    fn compute(&self, inner: &FleetInner) -> CostModel {
         let Some(l) = inner.learned else {
             return self.prior;
         };
@@ -148,6 +169,14 @@ impl FleetCost {
             .get_or_insert_with(|| Learned::new(self.prior))
             .observe(x, y, self.prior);
         inner.means.observe(x, y);
+        let m = self.compute(&inner);
+        for (a, v) in self
+            .current
+            .iter()
+            .zip([m.base_ms, m.per_token_ms, m.per_decode_ms])
+        {
+            a.store(v.to_bits(), AtomicOrdering::Release);
+        }
     }
 }
 
@@ -157,7 +186,7 @@ pub(crate) struct TtftStats(Mutex<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    pending: Vec<Pending>,
+    pending: PrefillQueue,
     next_id: u64,
     /// This worker's first bytes.
     means: Means,
@@ -171,7 +200,7 @@ struct Inner {
 impl Default for Inner {
     fn default() -> Self {
         Self {
-            pending: Vec::new(),
+            pending: PrefillQueue::default(),
             next_id: 0,
             means: Means::default(),
             last_first_byte_ms: f64::NEG_INFINITY,
@@ -209,17 +238,6 @@ impl CostModel {
         let v = self.as_vec();
         v.iter().zip(x).map(|(a, b)| a * b).sum()
     }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    id: u64,
-    own_tokens: f64,
-    ahead_tokens: f64,
-    decoding: f64,
-    sent_ms: f64,
-    /// When the request stops counting as queued prefill (responses that are not streams).
-    counts_until_ms: Option<f64>,
 }
 
 /// Exponentially weighted sufficient statistics of `y = x . theta` and their solution.
@@ -265,20 +283,10 @@ impl TtftStats {
         own_tokens: f64,
         fleet: CostModel,
     ) -> Prediction {
-        let inner = self.lock();
+        let mut inner = self.lock();
         let m = fleet.scaled(inner.speed(fleet));
-        let mut queued = 0.0;
-        let mut active = 0u32;
-        let mut head: Option<&Pending> = None;
-        for p in &inner.pending {
-            if p.counts_until_ms.is_none_or(|t| now_ms < t) {
-                queued += p.own_tokens;
-                active += 1;
-                if head.is_none_or(|h| p.sent_ms < h.sent_ms) {
-                    head = Some(p);
-                }
-            }
-        }
+        inner.pending.expire(now_ms);
+        let (queued, active, head) = inner.pending.totals();
         let done_on_head = head.map_or(0.0, |h| {
             let started = h.sent_ms.max(inner.last_first_byte_ms);
             (now_ms - started).clamp(0.0, m.per_token_ms * h.own_tokens)
@@ -311,18 +319,20 @@ impl TtftStats {
             inner.mean_own_tokens += LEARN_RATE * (own_tokens - inner.mean_own_tokens);
         }
         let horizon = predicted.ttft_ms.max(1.0);
-        inner.pending.push(Pending {
+        inner.pending.push(
             id,
-            own_tokens,
-            ahead_tokens: predicted.ahead_tokens,
-            decoding: predicted.decoding,
-            sent_ms: now_ms,
-            counts_until_ms: match streaming {
-                Streaming::Yes => None,
-                Streaming::No => Some(now_ms + horizon),
-                Streaming::Unknown => Some(now_ms + 2.0 * horizon),
+            Pending {
+                own_tokens,
+                ahead_tokens: predicted.ahead_tokens,
+                decoding: predicted.decoding,
+                sent_ms: now_ms,
+                counts_until_ms: match streaming {
+                    Streaming::Yes => None,
+                    Streaming::No => Some(now_ms + horizon),
+                    Streaming::Unknown => Some(now_ms + 2.0 * horizon),
+                },
             },
-        });
+        );
         id
     }
 
@@ -331,10 +341,9 @@ impl TtftStats {
     /// fleet's model and this worker's speed.
     pub(crate) fn first_byte(&self, id: u64, now_ms: f64, learn: bool, fleet: &FleetCost) {
         let mut inner = self.lock();
-        let Some(pos) = inner.pending.iter().position(|p| p.id == id) else {
+        let Some(p) = inner.pending.remove(id) else {
             return;
         };
-        let p = inner.pending.swap_remove(pos);
         inner.last_first_byte_ms = inner.last_first_byte_ms.max(now_ms);
         if learn {
             let x = [1.0, (p.ahead_tokens + p.own_tokens) / 1000.0, p.decoding];
@@ -346,10 +355,7 @@ impl TtftStats {
 
     /// The request ended (or failed) without a first byte: it leaves the queue.
     pub(crate) fn end(&self, id: u64) {
-        let mut inner = self.lock();
-        if let Some(pos) = inner.pending.iter().position(|p| p.id == id) {
-            inner.pending.swap_remove(pos);
-        }
+        self.lock().pending.remove(id);
     }
 
     /// Requests pending on this worker (tests).

@@ -19,7 +19,10 @@ pub mod ttft;
 
 pub use cache_aware::CacheAwareConfig;
 pub use kind::{PolicyKind, policy_uses_routing_key};
-pub use prefix_index::{CHUNK, IndexEviction, IndexStats, PrefixHasher, PrefixHashes};
+pub use prefix_index::{
+    CHUNK, COARSE_CHUNK, FINE_BYTES, IndexEviction, IndexStats, PrefixHasher, PrefixHashes,
+    bytes_of_chunks, chunks_in_bytes,
+};
 pub use ttft::{CostModel, TtftConfig};
 
 use std::borrow::Cow;

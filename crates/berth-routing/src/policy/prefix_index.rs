@@ -1,7 +1,9 @@
 //! The approximate prefix index shared by `cache_aware` and `ttft_aware`.
 //!
-//! Request text (or routing-token bytes, 4 per token) is cut into [`CHUNK`]-byte pieces, each
-//! hashed together with everything before it ([`PrefixHashes`]), so a chunk hash names a whole
+//! Request text (or routing-token bytes, 4 per token) is cut into [`CHUNK`]-byte pieces (past
+//! the first [`FINE_BYTES`], [`COARSE_CHUNK`]-byte pieces: a long prompt costs a quarter of the
+//! hashing and the index entries, and its match is still exact to 32 tokens), each hashed
+//! together with everything before it ([`PrefixHashes`]), so a chunk hash names a whole
 //! prefix. The chain starts from a per-process random secret, so clients cannot craft texts
 //! whose chunks collide in the index. The hashes are computed once per request, before any
 //! lock is taken; matching and insertion take them.
@@ -30,8 +32,32 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 pub use evict::IndexEviction;
 pub(crate) use index::Index;
 
-/// Bytes per indexed chunk: the granularity of the approximation.
+/// Bytes per indexed chunk in a prompt's first [`FINE_BYTES`]: the granularity of the
+/// approximation for short prompts.
 pub const CHUNK: usize = 32;
+/// Prompt bytes indexed in [`CHUNK`]-byte chunks; the rest in [`COARSE_CHUNK`]-byte chunks.
+pub const FINE_BYTES: usize = 16 * 1024;
+/// Bytes per indexed chunk past [`FINE_BYTES`].
+pub const COARSE_CHUNK: usize = 128;
+const FINE_CHUNKS: usize = FINE_BYTES / CHUNK;
+
+/// Bytes of prompt covered by its first `chunks` chunks.
+pub fn bytes_of_chunks(chunks: usize) -> usize {
+    if chunks <= FINE_CHUNKS {
+        chunks * CHUNK
+    } else {
+        FINE_BYTES + (chunks - FINE_CHUNKS) * COARSE_CHUNK
+    }
+}
+
+/// Whole chunks within a prompt's first `bytes` bytes.
+pub fn chunks_in_bytes(bytes: usize) -> usize {
+    if bytes <= FINE_BYTES {
+        bytes / CHUNK
+    } else {
+        FINE_CHUNKS + (bytes - FINE_BYTES) / COARSE_CHUNK
+    }
+}
 
 /// This process's secret: the seed of every chunk chain and of the pin table's slot hash.
 pub(crate) fn process_secret() -> u64 {
@@ -86,7 +112,7 @@ impl PrefixHashes {
 /// the result equals [`PrefixHashes::of`] the concatenation.
 #[derive(Debug, Clone)]
 pub struct PrefixHasher {
-    buf: [u8; CHUNK],
+    buf: [u8; COARSE_CHUNK],
     fill: usize,
     prev: u64,
     out: PrefixHashes,
@@ -102,7 +128,7 @@ impl PrefixHasher {
     /// An empty prompt.
     pub fn new() -> Self {
         Self {
-            buf: [0; CHUNK],
+            buf: [0; COARSE_CHUNK],
             fill: 0,
             prev: process_secret(),
             out: PrefixHashes::default(),
@@ -117,26 +143,28 @@ impl PrefixHasher {
     /// Appends `bytes` to the prompt.
     pub fn write(&mut self, mut bytes: &[u8]) {
         self.out.len += bytes.len();
-        if self.fill > 0 {
-            let take = (CHUNK - self.fill).min(bytes.len());
+        while !bytes.is_empty() {
+            let size = if self.out.hashes.len() < FINE_CHUNKS {
+                CHUNK
+            } else {
+                COARSE_CHUNK
+            };
+            if self.fill == 0 && bytes.len() >= size {
+                let (chunk, rest) = bytes.split_at(size);
+                self.push(chunk);
+                bytes = rest;
+                continue;
+            }
+            let take = (size - self.fill).min(bytes.len());
             self.buf[self.fill..self.fill + take].copy_from_slice(&bytes[..take]);
             self.fill += take;
             bytes = &bytes[take..];
-            if self.fill < CHUNK {
-                return;
+            if self.fill == size {
+                let chunk = self.buf;
+                self.push(&chunk[..size]);
+                self.fill = 0;
             }
-            let chunk = self.buf;
-            self.push(&chunk);
-            self.fill = 0;
         }
-        let whole = bytes.len() / CHUNK * CHUNK;
-        self.out.hashes.reserve(whole / CHUNK);
-        for chunk in bytes[..whole].chunks_exact(CHUNK) {
-            self.push(chunk);
-        }
-        let rest = &bytes[whole..];
-        self.buf[..rest.len()].copy_from_slice(rest);
-        self.fill = rest.len();
     }
 
     /// Bytes written so far.

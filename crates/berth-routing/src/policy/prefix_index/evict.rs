@@ -1,5 +1,6 @@
 //! Eviction and the byte budget of the prefix index (see `index.rs` for the structure).
 
+use super::bytes_of_chunks;
 use super::index::{Index, MIN_SLOTS, NONE, Seg, Tenant};
 
 /// Why chunks leave the index (`reason` of the eviction counter).
@@ -44,8 +45,10 @@ impl Index {
     pub(super) fn kill(&mut self, s: u32, why: IndexEviction) {
         let seg = &mut self.segs[s as usize];
         let (t, n) = (seg.tenant, (seg.end - seg.start) as usize);
+        let bytes = bytes_of_chunks(seg.end as usize) - bytes_of_chunks(seg.start as usize);
         seg.tenant = NONE;
         self.tenants[t as usize].chunks -= n;
+        self.tenants[t as usize].bytes -= bytes;
         self.tenants[t as usize].segs -= 1;
         self.live_chunks -= n;
         self.evicted[why as usize] += n as u64;

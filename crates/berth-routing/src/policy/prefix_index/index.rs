@@ -16,7 +16,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::evict::IndexEviction;
 use super::table::{MAX_SEG, Table};
-use super::{CHUNK, IndexStats, PrefixHashes, key_of};
+use super::{IndexStats, PrefixHashes, bytes_of_chunks, chunks_in_bytes, key_of};
 use crate::{WorkerId, WorkerSnapshot};
 
 pub(super) const NONE: u32 = u32::MAX;
@@ -36,6 +36,8 @@ pub(super) struct Tenant {
     pub(super) model: u32,
     pub(super) worker: WorkerId,
     pub(super) chunks: usize,
+    /// Bytes of prompt those chunks cover.
+    pub(super) bytes: usize,
     /// Live segments.
     pub(super) segs: usize,
     /// (segment, tick when touched); stale when the segment's tick is newer or it is dead.
@@ -84,7 +86,7 @@ impl Index {
             tick: 0,
             live_chunks: 0,
             budget: budget.max(64 << 10),
-            max_per_tenant: (max_chars / CHUNK).max(1),
+            max_per_tenant: chunks_in_bytes(max_chars).max(1),
             evicted: [0; 3],
             seen_generation: u64::MAX,
         }
@@ -164,6 +166,7 @@ impl Index {
             model,
             worker: w,
             chunks: 0,
+            bytes: 0,
             segs: 0,
             lru: VecDeque::new(),
             removed: false,
@@ -205,7 +208,7 @@ impl Index {
             .iter()
             .map(|w| {
                 self.tenant(model, *w)
-                    .map_or(0, |t| self.depth(t, text.chunks()) * CHUNK)
+                    .map_or(0, |t| bytes_of_chunks(self.depth(t, text.chunks())))
             })
             .collect()
     }
@@ -238,20 +241,20 @@ impl Index {
             }
             holders.push(w);
         }
-        (best * CHUNK, holders)
+        (bytes_of_chunks(best), holders)
     }
 
     /// Characters `worker` holds for `model`.
     pub(crate) fn tenant_chars(&self, model: u32, worker: WorkerId) -> usize {
         self.tenant(model, worker)
-            .map_or(0, |t| self.tenants[t as usize].chunks * CHUNK)
+            .map_or(0, |t| self.tenants[t as usize].bytes)
     }
 
     /// Makes `worker` a tenant of every prefix of the text (at most `cap` characters of it, and
     /// at most the index's own bound): records the chunks it lacks as one segment, touches the
     /// segments it already had on that path, then evicts beyond the bounds.
     pub(crate) fn insert(&mut self, model: u32, text: &PrefixHashes, worker: WorkerId, cap: usize) {
-        let cap = (cap / CHUNK).clamp(1, self.max_per_tenant);
+        let cap = chunks_in_bytes(cap).clamp(1, self.max_per_tenant);
         let hashes = &text.chunks()[..text.chunks().len().min(cap)];
         if hashes.is_empty() {
             return;
@@ -275,11 +278,12 @@ impl Index {
                     self.table.set(key_of(h, t), s);
                 }
                 self.tenants[t as usize].chunks += end - have;
+                self.tenants[t as usize].bytes += bytes_of_chunks(end) - bytes_of_chunks(have);
                 self.live_chunks += end - have;
                 self.touch(s);
             }
         }
-        while self.tenants[t as usize].chunks > cap {
+        while self.tenants[t as usize].bytes > bytes_of_chunks(cap) {
             if !self.evict_lru_of(t, IndexEviction::TenantBound) {
                 break;
             }

@@ -229,3 +229,42 @@ fn removed_workers_and_unserved_models_are_purged() {
     let bare = fleet(&[0], &[]);
     assert_eq!(idx.model(Some("x"), &bare), idx.model(Some("y"), &bare));
 }
+
+#[test]
+fn long_prompts_are_indexed_coarser_past_the_fine_part() {
+    assert_eq!(chunks_in_bytes(FINE_BYTES), FINE_BYTES / CHUNK);
+    assert_eq!(
+        chunks_in_bytes(FINE_BYTES + 3 * COARSE_CHUNK + 5),
+        FINE_BYTES / CHUNK + 3
+    );
+    for c in [0, 1, 511, 512, 513, 2000] {
+        assert_eq!(chunks_in_bytes(bytes_of_chunks(c)), c);
+    }
+    let t: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i * 7 % 26) as u8).collect();
+    let hs = h(&t);
+    assert_eq!(hs.chunks().len(), chunks_in_bytes(t.len()));
+    let mut piecewise = PrefixHasher::new();
+    for piece in t.chunks(1000) {
+        piecewise.write(piece);
+    }
+    assert_eq!(piecewise.finish(), hs);
+    // matches, bounds and sizes count bytes of prompt, whatever the chunk size
+    let (mut idx, m) = index(1 << 24, 1 << 30);
+    idx.insert(m, &hs, WorkerId(0), usize::MAX);
+    assert_eq!(
+        idx.tenant_chars(m, WorkerId(0)),
+        bytes_of_chunks(hs.chunks().len())
+    );
+    let mut other = t[..50_000].to_vec();
+    other.extend(text("then something else ", 10_000));
+    let matched = idx.longest_match(m, &h(&other), &ids(1)).0;
+    assert!(
+        (50_000 - COARSE_CHUNK..=50_000).contains(&matched),
+        "{matched}"
+    );
+    idx.insert(m, &hs, WorkerId(1), 30_000);
+    assert_eq!(
+        idx.tenant_chars(m, WorkerId(1)),
+        bytes_of_chunks(chunks_in_bytes(30_000))
+    );
+}

@@ -5,10 +5,11 @@
 //! original bytes. A body that is not a JSON object is a `json_parse_error`.
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
-use serde_json::Value;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
+use super::prompt::{IsTrue, Spans, TEXT_FIELDS, hash_prompt};
 use crate::error::GatewayError;
+use crate::routing::policy::PrefixHashes;
 
 /// `rid` as SGLang accepts it: a string, or a list (rerank and batches: the first id counts).
 #[derive(Deserialize)]
@@ -19,43 +20,14 @@ enum Rid {
     Other(IgnoredAny),
 }
 
-#[derive(Deserialize)]
-struct Head {
-    #[serde(default)]
-    rid: Option<Rid>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    stream: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct WithText {
-    #[serde(default)]
-    rid: Option<Rid>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    stream: Option<Value>,
-    #[serde(default)]
-    messages: Option<Value>,
-    #[serde(default)]
-    prompt: Option<Value>,
-    #[serde(default)]
-    text: Option<Value>,
-    #[serde(default)]
-    input: Option<Value>,
-    #[serde(default)]
-    system: Option<Value>,
-}
-
 /// The routing-relevant fields of a body.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Inspected {
     pub(crate) rid: Option<String>,
     pub(crate) model: Option<String>,
     pub(crate) stream: bool,
-    pub(crate) text: Option<String>,
+    /// The prompt's chunk hashes, when asked for.
+    pub(crate) prefix: Option<PrefixHashes>,
 }
 
 fn first_rid(rid: Option<Rid>) -> Option<String> {
@@ -66,54 +38,85 @@ fn first_rid(rid: Option<Rid>) -> Option<String> {
     }
 }
 
-fn is_true(v: Option<&Value>) -> bool {
-    matches!(v, Some(Value::Bool(true)))
+/// The top-level object, read member by member.
+struct Top {
+    want_text: bool,
 }
 
-/// Parses `body`; `want_text` also collects the prompt text for prefix matching.
+/// What [`Top`] keeps: the prompt spans borrow from the body.
+#[derive(Default)]
+struct Fields<'de> {
+    rid: Option<Rid>,
+    model: Option<String>,
+    stream: bool,
+    text: [Spans<'de>; 5],
+}
+
+impl<'de> Visitor<'de> for Top {
+    type Value = Fields<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+        let mut out = Fields::default();
+        // as a derived struct would: each known member at most once
+        let mut seen = [false; 3 + TEXT_FIELDS.len()];
+        let mut once = |i: usize, name: &'static str| {
+            if std::mem::replace(&mut seen[i], true) {
+                Err(de::Error::duplicate_field(name))
+            } else {
+                Ok(())
+            }
+        };
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "rid" => {
+                    once(0, "rid")?;
+                    out.rid = map.next_value()?;
+                }
+                "model" => {
+                    once(1, "model")?;
+                    out.model = map.next_value()?;
+                }
+                "stream" => {
+                    once(2, "stream")?;
+                    out.stream = map.next_value::<IsTrue>()?.0;
+                }
+                k => match TEXT_FIELDS.iter().position(|f| *f == k) {
+                    Some(i) if self.want_text => {
+                        once(3 + i, TEXT_FIELDS[i])?;
+                        map.next_value_seed(&mut out.text[i])?;
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                },
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Parses `body`; `want_text` also hashes the prompt text for prefix matching (found and
+/// hashed without building a DOM, see `prompt.rs`).
 pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, GatewayError> {
     let parse_err = |e: serde_json::Error| GatewayError::JsonParse(e.to_string());
     // serde would also accept a JSON array as a struct; request bodies are objects.
     if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(GatewayError::JsonParse("expected a JSON object".to_owned()));
     }
-    if !want_text {
-        let h: Head = serde_json::from_slice(body).map_err(parse_err)?;
-        return Ok(Inspected {
-            rid: first_rid(h.rid),
-            model: h.model,
-            stream: is_true(h.stream.as_ref()),
-            text: None,
-        });
-    }
-    let w: WithText = serde_json::from_slice(body).map_err(parse_err)?;
-    let mut text = String::new();
-    for v in [&w.system, &w.messages, &w.prompt, &w.text, &w.input]
-        .into_iter()
-        .flatten()
-    {
-        collect_strings(v, &mut text);
-    }
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let fields =
+        serde::Deserializer::deserialize_map(&mut de, Top { want_text }).map_err(parse_err)?;
+    de.end().map_err(parse_err)?;
     Ok(Inspected {
-        rid: first_rid(w.rid),
-        model: w.model,
-        stream: is_true(w.stream.as_ref()),
-        text: Some(text),
+        rid: first_rid(fields.rid),
+        model: fields.model,
+        stream: fields.stream,
+        prefix: want_text.then(|| hash_prompt(&fields.text)),
     })
-}
-
-/// Appends every string leaf of `v` in document order (a conversation's text only grows at the
-/// end from turn to turn, which is what prefix matching needs).
-fn collect_strings(v: &Value, out: &mut String) {
-    match v {
-        Value::String(s) => {
-            out.push_str(s);
-            out.push('\n');
-        }
-        Value::Array(items) => items.iter().for_each(|i| collect_strings(i, out)),
-        Value::Object(map) => map.values().for_each(|i| collect_strings(i, out)),
-        _ => {}
-    }
 }
 
 #[cfg(test)]
@@ -132,15 +135,56 @@ mod tests {
         assert_eq!(i.rid, None);
     }
 
+    fn prompt(body: &str) -> PrefixHashes {
+        inspect(body.as_bytes(), true).unwrap().prefix.unwrap()
+    }
+
     #[test]
     fn text_grows_at_the_end_across_turns() {
-        let t1 = inspect(br#"{"messages":[{"role":"user","content":"hi"}]}"#, true).unwrap();
-        let t2 = inspect(
-            br#"{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}"#,
-            true,
-        )
-        .unwrap();
-        assert!(t2.text.unwrap().starts_with(&t1.text.unwrap()));
+        let long = "a long first message, ".repeat(40);
+        let t1 = prompt(&format!(
+            r#"{{"messages":[{{"role":"user","content":"{long}"}}],"system":"be brief"}}"#
+        ));
+        // the system prompt comes first whatever its place in the body
+        let t2 = prompt(&format!(
+            r#"{{"system":"be brief","messages":[{{"role":"user","content":"{long}"}},
+               {{"role":"assistant","content":[{{"type":"text","text":"yo"}}]}}]}}"#
+        ));
+        assert!(t1.chunks().len() > 20);
+        assert_eq!(t1.chunks(), &t2.chunks()[..t1.chunks().len()]);
+        assert!(t2.text_len() > t1.text_len());
+    }
+
+    #[test]
+    fn the_prompt_is_the_string_leaves_in_order_escapes_decoded() {
+        let p = prompt(
+            r#"{"model":"m","messages":[{"role":"user","content":"caf\u00e9 \"x\"","n":5}],
+                "temperature":0.5,"prompt":["a",["b",{"k":"c"}]]}"#,
+        );
+        assert_eq!(
+            p,
+            PrefixHashes::of("user\ncafé \"x\"\na\nb\nc\n".as_bytes())
+        );
+        // not asked for, not computed
+        assert_eq!(inspect(br#"{"prompt":"x"}"#, false).unwrap().prefix, None);
+    }
+
+    #[test]
+    fn members_as_a_derived_struct_reads_them() {
+        let i = inspect(br#"{"stream":{"big":[1,2,3]},"model":null}"#, true).unwrap();
+        assert!(!i.stream);
+        assert_eq!(i.model, None);
+        for bad in [
+            &br#"{"model":"a","model":"b"}"#[..],
+            br#"{"messages":[],"messages":[]}"#,
+            br#"{"model":5}"#,
+            br#"{"a":1} x"#,
+        ] {
+            assert!(matches!(
+                inspect(bad, true),
+                Err(GatewayError::JsonParse(_))
+            ));
+        }
     }
 
     #[test]

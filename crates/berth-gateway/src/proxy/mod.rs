@@ -1,7 +1,8 @@
 //! The proxy path: from a client's generation request to a worker's streamed response.
 //!
 //! - `endpoint.rs`: the closed set of proxied routes.
-//! - `inspect.rs`: reading `rid`, `model`, `stream` and the prompt text out of a buffered body.
+//! - `inspect.rs`: reading `rid`, `model`, `stream` and the prompt text out of a buffered body;
+//!   `prompt.rs`: the prompt found as borrowed spans while the body parses, hashed once.
 //! - `held.rs`: the body as held (buffered or streamed) and each attempt's request.
 //! - `headers.rs`: what is forwarded (end-to-end headers) and what is not (hop-by-hop, hints).
 //! - `lookahead.rs`: the first frames of a streamed body, read to learn its `model` before any
@@ -26,6 +27,7 @@ mod inspect;
 mod lookahead;
 mod pd;
 mod prepare;
+mod prompt;
 mod rank;
 mod replay;
 mod respond;

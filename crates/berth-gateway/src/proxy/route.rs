@@ -19,7 +19,7 @@ pub(crate) struct RouteFacts<'a> {
     rid: Option<&'a str>,
     /// The model the request names, or the fleet's only model.
     pub(crate) model: Option<&'a str>,
-    text: Option<&'a str>,
+    prefix: Option<&'a crate::routing::policy::PrefixHashes>,
     tokens: Option<&'a [u32]>,
     stream: Option<bool>,
 }
@@ -40,7 +40,7 @@ impl<'a> RouteFacts<'a> {
                 .model
                 .as_deref()
                 .or(view.snapshot.only_model().map(|m| &**m)),
-            text: inspected.text.as_deref(),
+            prefix: inspected.prefix.as_ref(),
             tokens,
             stream: inspect_body.then_some(inspected.stream),
         }
@@ -60,9 +60,9 @@ impl<'a> RouteFacts<'a> {
             headers: &self.headers,
             model: self.model,
             leg,
-            text: self.text,
+            text: None,
             tokens: self.tokens,
-            prefix: None,
+            prefix: self.prefix,
             exclude,
             stream: self.stream,
         };

@@ -7,9 +7,9 @@
 use serde::Deserialize;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
-use super::prompt::{IsTrue, Spans, TEXT_FIELDS, hash_prompt};
+use super::prompt::{IsTrue, Leaves, TEXT_FIELDS};
 use crate::error::GatewayError;
-use crate::routing::policy::PrefixHashes;
+use crate::routing::policy::{PrefixHasher, PrefixHashes};
 
 /// `rid` as SGLang accepts it: a string, or a list (rerank and batches: the first id counts).
 #[derive(Deserialize)]
@@ -43,23 +43,23 @@ struct Top {
     want_text: bool,
 }
 
-/// What [`Top`] keeps: the prompt spans borrow from the body.
+/// What [`Top`] keeps.
 #[derive(Default)]
-struct Fields<'de> {
+struct Fields {
     rid: Option<Rid>,
     model: Option<String>,
     stream: bool,
-    text: [Spans<'de>; 5],
+    prompt: PrefixHasher,
 }
 
 impl<'de> Visitor<'de> for Top {
-    type Value = Fields<'de>;
+    type Value = Fields;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
         let mut out = Fields::default();
         // as a derived struct would: each known member at most once
         let mut seen = [false; 3 + TEXT_FIELDS.len()];
@@ -87,7 +87,7 @@ impl<'de> Visitor<'de> for Top {
                 k => match TEXT_FIELDS.iter().position(|f| *f == k) {
                     Some(i) if self.want_text => {
                         once(3 + i, TEXT_FIELDS[i])?;
-                        map.next_value_seed(&mut out.text[i])?;
+                        map.next_value_seed(&mut Leaves(&mut out.prompt))?;
                     }
                     _ => {
                         map.next_value::<IgnoredAny>()?;
@@ -99,8 +99,8 @@ impl<'de> Visitor<'de> for Top {
     }
 }
 
-/// Parses `body`; `want_text` also hashes the prompt text for prefix matching (found and
-/// hashed without building a DOM, see `prompt.rs`).
+/// Parses `body`; `want_text` also hashes the prompt text for prefix matching (hashed as the
+/// parser finds it, without building a DOM: see `prompt.rs`).
 pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, GatewayError> {
     let parse_err = |e: serde_json::Error| GatewayError::JsonParse(e.to_string());
     // serde would also accept a JSON array as a struct; request bodies are objects.
@@ -115,7 +115,7 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
         rid: first_rid(fields.rid),
         model: fields.model,
         stream: fields.stream,
-        prefix: want_text.then(|| hash_prompt(&fields.text)),
+        prefix: want_text.then(|| fields.prompt.finish()),
     })
 }
 
@@ -143,9 +143,8 @@ mod tests {
     fn text_grows_at_the_end_across_turns() {
         let long = "a long first message, ".repeat(40);
         let t1 = prompt(&format!(
-            r#"{{"messages":[{{"role":"user","content":"{long}"}}],"system":"be brief"}}"#
+            r#"{{"system":"be brief","messages":[{{"role":"user","content":"{long}"}}]}}"#
         ));
-        // the system prompt comes first whatever its place in the body
         let t2 = prompt(&format!(
             r#"{{"system":"be brief","messages":[{{"role":"user","content":"{long}"}},
                {{"role":"assistant","content":[{{"type":"text","text":"yo"}}]}}]}}"#

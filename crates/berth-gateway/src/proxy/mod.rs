@@ -2,7 +2,7 @@
 //!
 //! - `endpoint.rs`: the closed set of proxied routes.
 //! - `inspect.rs`: reading `rid`, `model`, `stream` and the prompt text out of a buffered body;
-//!   `prompt.rs`: the prompt found as borrowed spans while the body parses, hashed once.
+//!   `prompt.rs`: the prompt hashed as the parser finds its strings (no DOM, no copy).
 //! - `held.rs`: the body as held (buffered or streamed) and each attempt's request.
 //! - `headers.rs`: what is forwarded (end-to-end headers) and what is not (hop-by-hop, hints).
 //! - `lookahead.rs`: the first frames of a streamed body, read to learn its `model` before any

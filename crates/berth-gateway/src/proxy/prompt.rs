@@ -1,27 +1,27 @@
-//! The prompt text of a request body, found while serde parses the body: no DOM is built.
+//! The prompt text of a request body, hashed while serde parses the body: no DOM is built and
+//! no text is copied.
 //!
 //! The text fields (`system`, `messages`, `prompt`, `text`, `input`) are walked by a visitor
-//! that keeps each string leaf as a span borrowed from the body (an owned copy only for a
-//! string with escapes), in document order; numbers, booleans and keys are skipped. The spans
-//! are then hashed once, field by field in that fixed order (a `system` sent after `messages`
-//! still comes first, so a conversation's text only grows at its end from turn to turn), each
-//! leaf followed by a newline, into the chunk hashes the router matches and inserts.
+//! that feeds each string leaf, followed by a newline, to the prompt's chunk hasher as the
+//! parser finds it: a span borrowed from the body, or for a string with escapes the parser's
+//! decoded scratch copy. Numbers, booleans and keys are skipped. The order is the document's:
+//! a client sends its fields in the same order every turn, so a conversation's text only grows
+//! at its end (behind a `system` sent after `messages`, the history still matches).
+//! The hashes are what the router matches and inserts; nothing else hashes the prompt.
 
-use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::routing::policy::{PrefixHasher, PrefixHashes};
+use crate::routing::policy::PrefixHasher;
 
-/// The body fields that hold prompt text, in the order they are hashed.
+/// The body fields that hold prompt text.
 pub(crate) const TEXT_FIELDS: [&str; 5] = ["system", "messages", "prompt", "text", "input"];
 
-/// String leaves of one field, in document order.
-#[derive(Debug, Default)]
-pub(crate) struct Spans<'de>(Vec<Cow<'de, str>>);
+/// Hashes the string leaves of a value.
+pub(crate) struct Leaves<'a>(pub(crate) &'a mut PrefixHasher);
 
-impl<'de> DeserializeSeed<'de> for &mut Spans<'de> {
+impl<'de> DeserializeSeed<'de> for &mut Leaves<'_> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -29,25 +29,16 @@ impl<'de> DeserializeSeed<'de> for &mut Spans<'de> {
     }
 }
 
-impl<'de> Visitor<'de> for &mut Spans<'de> {
+impl<'de> Visitor<'de> for &mut Leaves<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<(), E> {
-        self.0.push(Cow::Borrowed(s));
-        Ok(())
-    }
-
     fn visit_str<E>(self, s: &str) -> Result<(), E> {
-        self.0.push(Cow::Owned(s.to_owned()));
-        Ok(())
-    }
-
-    fn visit_string<E>(self, s: String) -> Result<(), E> {
-        self.0.push(Cow::Owned(s));
+        self.0.write(s.as_bytes());
+        self.0.write(b"\n");
         Ok(())
     }
 
@@ -86,16 +77,6 @@ impl<'de> Visitor<'de> for &mut Spans<'de> {
         }
         Ok(())
     }
-}
-
-/// Hashes the fields' spans in [`TEXT_FIELDS`] order.
-pub(crate) fn hash_prompt(fields: &[Spans<'_>; 5]) -> PrefixHashes {
-    let mut h = PrefixHasher::new();
-    for span in fields.iter().flat_map(|f| &f.0) {
-        h.write(span.as_bytes());
-        h.write(b"\n");
-    }
-    h.finish()
 }
 
 /// A value that is `true` (the body's `stream`); anything else, of any size, is skipped.

@@ -68,6 +68,10 @@ pub struct Args {
     /// cache_aware: maximum prefix-tree size per worker [default: 67108864].
     #[arg(long)]
     pub max_tree_size: Option<usize>,
+    /// cache_aware, ttft_aware: memory of the prefix index over all models and workers, MiB;
+    /// least recently used prefixes evicted first [default: 32].
+    #[arg(long)]
+    pub prefix_index_budget_mb: Option<usize>,
     /// ttft_aware: starting fixed time to first byte of every worker, ms [default: 10].
     #[arg(long)]
     pub ttft_base_ms: Option<f64>,
@@ -94,6 +98,10 @@ pub struct Args {
     /// Largest accepted request body in bytes; larger gets 413 [default: 536870912].
     #[arg(long)]
     pub max_payload_size: Option<usize>,
+    /// Bytes held by request bodies the gateway reads whole, over all requests, MiB; a body
+    /// that does not fit waits 1 s, then gets 503 body_budget_exhausted [default: 256].
+    #[arg(long)]
+    pub buffered_body_budget_mb: Option<usize>,
     /// Seconds allowed for a worker's response headers; then 504 [default: 1800].
     #[arg(long)]
     pub request_timeout_secs: Option<u64>,
@@ -266,6 +274,7 @@ impl Args {
             balance_abs_threshold: self.balance_abs_threshold.or(file.balance_abs_threshold),
             balance_rel_threshold: self.balance_rel_threshold.or(file.balance_rel_threshold),
             max_tree_size: self.max_tree_size.or(file.max_tree_size),
+            prefix_index_budget_mb: self.prefix_index_budget_mb.or(file.prefix_index_budget_mb),
             ttft_base_ms: self.ttft_base_ms.or(file.ttft_base_ms),
             ttft_prefill_ms_per_1k_tokens: self
                 .ttft_prefill_ms_per_1k_tokens
@@ -280,6 +289,9 @@ impl Args {
                 .ttft_move_interval_secs
                 .or(file.ttft_move_interval_secs),
             max_payload_size: self.max_payload_size.or(file.max_payload_size),
+            buffered_body_budget_mb: self
+                .buffered_body_budget_mb
+                .or(file.buffered_body_budget_mb),
             request_timeout_secs: self.request_timeout_secs.or(file.request_timeout_secs),
             retry_max_retries: self.retry_max_retries.or(file.retry_max_retries),
             cb_failure_threshold: self.cb_failure_threshold.or(file.cb_failure_threshold),

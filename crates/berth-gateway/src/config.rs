@@ -24,6 +24,8 @@ pub mod defaults {
     pub const PORT: u16 = 30000;
     /// `--max-payload-size` (bytes).
     pub const MAX_PAYLOAD_SIZE: usize = 512 * 1024 * 1024;
+    /// `--buffered-body-budget-mb`.
+    pub const BUFFERED_BODY_BUDGET_MB: usize = 256;
     /// `--request-timeout-secs`.
     pub const REQUEST_TIMEOUT_SECS: u64 = 1800;
     /// `--retry-max-retries`.
@@ -111,6 +113,8 @@ pub struct GatewayConfig {
     pub router: RouterOptions,
     /// Largest accepted request body, bytes (`--max-payload-size`).
     pub max_payload_size: usize,
+    /// Bytes all buffered request bodies may hold together, MiB (`--buffered-body-budget-mb`).
+    pub buffered_body_budget_mb: usize,
     /// Time allowed for a worker's response headers (`--request-timeout-secs`).
     pub request_timeout: Duration,
     /// Extra attempts on other workers (`--retry-max-retries`).
@@ -170,6 +174,7 @@ impl GatewayConfig {
             worker_urls,
             router: RouterOptions::default(),
             max_payload_size: MAX_PAYLOAD_SIZE,
+            buffered_body_budget_mb: BUFFERED_BODY_BUDGET_MB,
             request_timeout: Duration::from_secs(REQUEST_TIMEOUT_SECS),
             retry_max_retries: RETRY_MAX_RETRIES,
             breaker: BreakerSettings {
@@ -246,6 +251,12 @@ impl GatewayConfig {
         }
         if self.max_payload_size == 0 {
             return bad("--max-payload-size", "must be at least 1 byte");
+        }
+        if self.buffered_body_budget_mb == 0 || self.buffered_body_budget_mb > 1 << 30 {
+            return bad(
+                "--buffered-body-budget-mb",
+                "must be between 1 and 1073741824",
+            );
         }
         if self.request_timeout.is_zero() {
             return bad("--request-timeout-secs", "must be at least 1");

@@ -55,6 +55,17 @@ pub enum GatewayError {
     /// The request body is larger than `--max-payload-size`.
     #[error("request body exceeds --max-payload-size ({0} bytes)")]
     PayloadTooLarge(usize),
+    /// A body routing must buffer is larger than the whole `--buffered-body-budget-mb`.
+    #[error(
+        "request body exceeds the whole buffered-body budget, --buffered-body-budget-mb ({0} bytes)"
+    )]
+    BodyOverBudget(usize),
+    /// Buffered bodies already hold the whole `--buffered-body-budget-mb`, and none was freed
+    /// within the wait.
+    #[error(
+        "the gateway holds as many request bodies as --buffered-body-budget-mb allows; retry shortly"
+    )]
+    BodyBudgetExhausted,
     /// An admin request the gateway cannot act on (bad worker URL, unknown worker id, ...).
     #[error("{0}")]
     BadRequest(String),
@@ -166,6 +177,8 @@ pub enum ErrorCode {
     PrefillServerError,
     /// 400: PD mode, the prefill worker refused the request (SMG's code).
     PrefillBadRequest,
+    /// 503: buffered bodies hold the whole `--buffered-body-budget-mb` (with `Retry-After`).
+    BodyBudgetExhausted,
     /// 500: a start-up or IO failure (never expected on the request path). Keep it the last
     /// variant ([`ErrorCode::ALL`]'s test relies on it).
     Internal,
@@ -173,7 +186,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         Self::JsonParseError,
         Self::MissingRoutingKey,
         Self::BadRequest,
@@ -192,6 +205,7 @@ impl ErrorCode {
         Self::StickyStoreUnavailable,
         Self::PrefillServerError,
         Self::PrefillBadRequest,
+        Self::BodyBudgetExhausted,
         Self::Internal,
     ];
 
@@ -224,6 +238,7 @@ impl ErrorCode {
             Self::Internal => "internal_error",
             Self::PrefillServerError => "prefill_server_error",
             Self::PrefillBadRequest => "prefill_bad_request",
+            Self::BodyBudgetExhausted => "body_budget_exhausted",
         }
     }
 
@@ -243,7 +258,7 @@ impl ErrorCode {
             Self::UpstreamConnectionFailed
             | Self::UpstreamStreamError
             | Self::PrefillServerError => StatusCode::BAD_GATEWAY,
-            Self::NoAvailableWorkers | Self::StickyStoreUnavailable => {
+            Self::NoAvailableWorkers | Self::StickyStoreUnavailable | Self::BodyBudgetExhausted => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
@@ -275,7 +290,8 @@ impl GatewayError {
             Self::NotFound(_) | Self::WorkerNotFound(_) => ErrorCode::NotFound,
             Self::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed,
             Self::RequestBodyTimeout(_) => ErrorCode::RequestBodyTimeout,
-            Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
+            Self::PayloadTooLarge(_) | Self::BodyOverBudget(_) => ErrorCode::PayloadTooLarge,
+            Self::BodyBudgetExhausted => ErrorCode::BodyBudgetExhausted,
             Self::BadRequest(_) | Self::ClientBody(_) => ErrorCode::BadRequest,
             Self::UpstreamConnection { .. } => ErrorCode::UpstreamConnectionFailed,
             Self::UpstreamTimeout(_) => ErrorCode::UpstreamTimeout,
@@ -349,7 +365,10 @@ impl GatewayError {
             HeaderValue::from_static("application/json"),
         );
         headers.insert(ERROR_CODE_HEADER, HeaderValue::from_static(code.as_str()));
-        if code == ErrorCode::NoAvailableWorkers {
+        if matches!(
+            code,
+            ErrorCode::NoAvailableWorkers | ErrorCode::BodyBudgetExhausted
+        ) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         if let Self::Overloaded(r) = self {
@@ -381,6 +400,8 @@ mod tests {
             },
             GatewayError::NoAvailableWorkers,
             GatewayError::UpstreamTimeout("w".into()),
+            GatewayError::BodyBudgetExhausted,
+            GatewayError::BodyOverBudget(1),
             GatewayError::Overloaded(crate::admission::Rejection {
                 kind: crate::admission::RejectionKind::QueueTimeout,
                 retry_after_secs: 3,
@@ -390,7 +411,7 @@ mod tests {
                 rate: None,
             }),
         ];
-        let expected = [400, 400, 401, 404, 413, 408, 502, 503, 504, 429];
+        let expected = [400, 400, 401, 404, 413, 408, 502, 503, 504, 503, 413, 429];
         for (e, status) in errs.iter().zip(expected) {
             let r = e.to_response();
             assert_eq!(r.status().as_u16(), status);
@@ -401,6 +422,9 @@ mod tests {
                 .to_str()
                 .unwrap();
             assert_eq!(code, e.code().as_str());
+            if status == 503 {
+                assert_eq!(r.headers()[header::RETRY_AFTER], "1");
+            }
             if status == 429 {
                 assert_eq!(r.headers()[header::RETRY_AFTER], "3");
                 assert_eq!(code, "queue_timeout");

@@ -13,7 +13,10 @@
 //! - `registry/`: workers, health checks, circuit breakers, the lock-free worker view.
 //! - [`admission`]: `--max-concurrent-requests`, the admission queue, the rate bucket.
 //! - [`error`]: the one error enum and its one mapping to HTTP.
-//! - [`metrics`]: Prometheus metrics with SMG's names.
+//! - [`metrics`]: Prometheus metrics with SMG's names; `index_metrics.rs`: the core's prefix
+//!   index as metrics.
+//! - `body_budget.rs`: one byte budget for every buffered request body
+//!   (`--buffered-body-budget-mb`).
 //! - [`model_scan`]: finding a streamed body's top-level `model` without buffering it.
 //! - `body.rs`, `upstream.rs`, `pool.rs`: response and request bodies, the worker connections
 //!   of each IO loop, the client for probes.
@@ -28,10 +31,12 @@
 
 pub mod admission;
 pub mod body;
+mod body_budget;
 pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error;
+mod index_metrics;
 pub mod metrics;
 pub mod model_scan;
 pub mod pd;

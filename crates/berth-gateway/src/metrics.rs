@@ -110,6 +110,10 @@ pub struct Metrics {
     pub(crate) admission: Arc<AdmissionMetrics>,
     /// `smg_discovery_*` and `berth_discovery_errors_total` (registered even without discovery).
     pub(crate) discovery: Arc<DiscoveryMetrics>,
+    /// `berth_buffered_body_*` and `berth_body_budget_rejected_total`.
+    pub(crate) body_budget: Arc<crate::body_budget::BodyBudgetMetrics>,
+    /// `berth_prefix_index_*`.
+    index: crate::index_metrics::IndexMetrics,
 }
 
 impl Metrics {
@@ -119,6 +123,10 @@ impl Metrics {
         let store = Arc::new(StoreMetrics::register(&mut registry));
         let admission = Arc::new(AdmissionMetrics::register(&mut registry));
         let discovery = Arc::new(DiscoveryMetrics::register(&mut registry));
+        let body_budget = Arc::new(crate::body_budget::BodyBudgetMetrics::register(
+            &mut registry,
+        ));
+        let index = crate::index_metrics::IndexMetrics::register(&mut registry);
         let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
         let m = Self {
             branch: Family::default(),
@@ -147,6 +155,8 @@ impl Metrics {
             store,
             admission,
             discovery,
+            body_budget,
+            index,
             registry: Registry::default(),
         };
         // The `_total` suffix of counters is added by the encoder.
@@ -309,6 +319,8 @@ impl Metrics {
         now: std::time::Duration,
     ) -> String {
         let sum = |f: fn(&RouterStats) -> u64| pools.iter().map(|(_, r)| f(r)).sum::<u64>();
+        self.index
+            .update(pools.iter().filter_map(|(_, r)| r.prefix_index.as_ref()));
         let router = &RouterStats {
             pins: pools.iter().map(|(_, r)| r.pins).sum(),
             evicted_idle: sum(|r| r.evicted_idle),

@@ -112,7 +112,12 @@ impl GatewayBuilder {
             .admission
             .enabled()
             .then(|| Admission::new(config.admission, metrics.admission.clone()));
+        let body_budget = crate::body_budget::BodyBudget::new(
+            config.buffered_body_budget_mb << 20,
+            metrics.body_budget.clone(),
+        );
         let state = Arc::new(AppState {
+            body_budget,
             tls,
             store,
             admission,

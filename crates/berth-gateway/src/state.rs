@@ -31,6 +31,8 @@ pub(crate) struct AppState {
     pub(crate) pd: Option<crate::pd::PdLegs>,
     /// HTTPS towards clients (`--tls-cert-path`/`--tls-key-path`), if configured.
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Bytes buffered request bodies may hold together (`--buffered-body-budget-mb`).
+    pub(crate) body_budget: Arc<crate::body_budget::BodyBudget>,
 }
 
 /// What one IO thread's connections share: the state and that thread's worker connections (so

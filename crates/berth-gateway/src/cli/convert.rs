@@ -39,6 +39,7 @@ impl GatewayConfig {
         set(&mut r.balance_abs_threshold, args.balance_abs_threshold);
         set(&mut r.balance_rel_threshold, args.balance_rel_threshold);
         set(&mut r.max_tree_size, args.max_tree_size);
+        set(&mut r.prefix_index_budget_mb, args.prefix_index_budget_mb);
         set(&mut r.max_sticky_keys, args.max_sticky_keys);
         set(&mut r.sticky_inflight_cap, args.sticky_inflight_cap);
         let t = &mut r.ttft;
@@ -53,6 +54,7 @@ impl GatewayConfig {
         set(&mut t.move_margin_ms, args.ttft_move_margin_ms);
         set(&mut t.move_interval_secs, args.ttft_move_interval_secs);
         set(&mut c.max_payload_size, args.max_payload_size);
+        set(&mut c.buffered_body_budget_mb, args.buffered_body_budget_mb);
         set(
             &mut c.request_timeout,
             args.request_timeout_secs.map(Duration::from_secs),

@@ -8,6 +8,9 @@
 //! [`BodyDeadline`] while the worker's connection pulls the body). Neither counts against the
 //! worker's breaker, is retried, or is reported as `upstream_timeout`.
 
+use std::sync::Arc;
+
+use crate::body_budget::{BodyBudget, WAIT};
 use crate::request_body::ClientBody;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
@@ -64,12 +67,19 @@ impl BodyDeadline {
     }
 }
 
-/// Reads a whole body of at most `max` bytes within `deadline`.
+/// Reads a whole body of at most `max` bytes within `deadline`, its bytes reserved in
+/// `budget` (all of `content_length` before reading, when given; else as frames arrive). The
+/// bytes returned hold the reservation until they are freed.
 pub(crate) async fn read_body(
     mut body: ClientBody,
     max: usize,
     deadline: BodyDeadline,
+    budget: &Arc<BodyBudget>,
+    content_length: Option<u64>,
 ) -> Result<Bytes, GatewayError> {
+    let mut reserved = budget.empty();
+    let expected = content_length.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    reserved.grow_to(expected, Instant::now() + WAIT).await?;
     let mut first: Option<Bytes> = None;
     let mut rest = BytesMut::new();
     let mut len = 0usize;
@@ -99,13 +109,18 @@ pub(crate) async fn read_body(
             None if rest.is_empty() => first = Some(data),
             _ => {
                 if let Some(f) = first.take() {
+                    rest.reserve(expected.max(len).min(max));
                     rest.extend_from_slice(&f);
                 }
                 rest.extend_from_slice(&data);
             }
         }
+        // what is held: the frames so far, or the buffer they are joined in
+        reserved
+            .grow_to(len.max(rest.capacity()), Instant::now() + WAIT)
+            .await?;
     }
-    Ok(first.unwrap_or_else(|| rest.freeze()))
+    Ok(reserved.attach(first.unwrap_or_else(|| rest.freeze())))
 }
 
 #[cfg(test)]

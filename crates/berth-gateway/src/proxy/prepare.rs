@@ -96,12 +96,13 @@ pub(crate) async fn prepare(
         })
         .inc();
     let max = state.config.max_payload_size;
-    if content_length(&parts.headers).is_some_and(|n| n > max as u64) {
+    let length = content_length(&parts.headers);
+    if length.is_some_and(|n| n > max as u64) {
         return Err(GatewayError::PayloadTooLarge(max));
     }
     // `stream` for the requests metric: `None` when the body was not read as a JSON object.
     let (held, inspected, stream) = if inspect_body {
-        let bytes = read_body(body, max, deadline).await?;
+        let bytes = read_body(body, max, deadline, &state.body_budget, length).await?;
         let text_policy = wants_text(state.config.router.policy)
             || pd.is_some_and(|pd| wants_text(pd.router.policy()));
         let want_text = text_policy && tokens.is_none();
@@ -111,7 +112,7 @@ pub(crate) async fn prepare(
     } else if buffered {
         // Held only for the rank: routing sees what a streamed body gives it (nothing), and a
         // body that is not JSON is no error here.
-        let bytes = read_body(body, max, deadline).await?;
+        let bytes = read_body(body, max, deadline, &state.body_budget, length).await?;
         let read = inspect(&bytes, false).ok();
         let stream = read.as_ref().map(|i| i.stream);
         // Routing sees nothing of the body, but its model is still checked.

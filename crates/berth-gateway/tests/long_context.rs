@@ -133,8 +133,8 @@ async fn the_prefix_index_reports_its_size_and_a_conversation_stays_on_its_worke
     }
     let m = metrics(&g.gw).await;
     let chunks = sample(&m, "berth_prefix_index_chunks").unwrap();
-    // 16 KiB in 32-byte chunks, the rest in 128-byte chunks
-    assert!((900.0..1100.0).contains(&chunks), "{chunks}");
+    // 16 KiB in 32-byte chunks, the rest in 1 KiB chunks
+    assert!((560.0..600.0).contains(&chunks), "{chunks}");
     let bytes = sample(&m, "berth_prefix_index_bytes").unwrap();
     assert!(bytes > 0.0 && bytes <= 32.0 * MIB as f64, "{bytes}");
     assert_eq!(

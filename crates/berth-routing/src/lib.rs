@@ -21,6 +21,7 @@
 
 mod assign;
 mod breaker;
+mod decision;
 mod error;
 mod hashing;
 mod health;
@@ -38,6 +39,7 @@ mod worker;
 
 pub use assign::AssignmentMode;
 pub use breaker::{Breaker, BreakerConfig, BreakerState, Outcome, Transition};
+pub use decision::{BodyPath, Branch, Decision, Lease, Leg, RouteRequest, RouterStats, SweepStep};
 pub use error::Error;
 pub use health::HealthTracker;
 pub use key::{HeaderList, HeaderSource, KeyConfig, KeySource, RoutingKey};
@@ -46,8 +48,6 @@ pub use pin::EvictionReason;
 pub use policy::{CostModel, PolicyKind, TtftConfig, policy_uses_routing_key};
 pub use retry::is_retryable_status;
 pub use rng::Rng;
-pub use router::{
-    BodyPath, Branch, Decision, Lease, Leg, RouteRequest, Router, RouterStats, SweepStep,
-};
+pub use router::Router;
 pub use tokens::{MAX_ROUTING_TOKENS, MAX_ROUTING_TOKENS_BYTES, parse_routing_tokens};
 pub use worker::{WorkerEntry, WorkerId, WorkerSnapshot, WorkerStats};

@@ -12,8 +12,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::policy::consistent::Ring;
 use crate::policy::ttft::cost::TtftStats;
+pub(crate) use ring::Ring;
+
+mod ring;
 
 /// A worker's dense id. Ids are never reused while the gateway runs, so a pin that names a
 /// removed worker can never silently point at a newcomer.

@@ -87,7 +87,7 @@ impl Pinned<'_> {
         let place = |rng: &mut Rng| {
             let placed = match (ttft, &eval, self.cfg.mode) {
                 (Some(t), Some(e), AssignmentMode::Delegate) => t.place(e, rng),
-                _ => self.cfg.mode.pick(&self.policy, &pick, snap, cands, rng),
+                _ => self.cfg.mode.pick(self.policy, &pick, snap, cands, rng),
             };
             placed.ok_or(Error::NoAvailableWorkers)
         };

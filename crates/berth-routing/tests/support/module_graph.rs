@@ -22,10 +22,11 @@ pub(crate) fn read(root: &Path) -> Graph {
         let name = entry.file_name().to_string_lossy().into_owned();
         if entry.path().is_dir() {
             tops.insert(name);
-        } else if let Some(stem) = name.strip_suffix(".rs") {
-            if stem != "lib" && stem != "main" {
-                tops.insert(stem.to_string());
-            }
+        } else if let Some(stem) = name.strip_suffix(".rs")
+            && stem != "lib"
+            && stem != "main"
+        {
+            tops.insert(stem.to_string());
         }
     }
     let lib = code_only(&std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs"));

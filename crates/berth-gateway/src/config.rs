@@ -9,12 +9,17 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use crate::registry::{BreakerSettings, HealthSettings};
+pub use crate::request_body::BodyTimeouts;
+
 use crate::admission::AdmissionSettings;
 use crate::discovery::DiscoverySettings;
 use crate::error::GatewayError;
+use crate::pd::PdSettings;
 use crate::routing::{Router, RouterOptions};
 use crate::store::StoreSettings;
 use crate::tls::TlsSettings;
+use crate::upstream::WorkerAddr;
 
 /// Defaults shared by the CLI help, the docs and [`GatewayConfig::new`].
 pub mod defaults {
@@ -50,12 +55,9 @@ pub mod defaults {
     pub const PROMETHEUS_PORT: u16 = 29000;
     /// `--header-read-timeout-secs`.
     pub const HEADER_READ_TIMEOUT_SECS: u64 = 30;
-    /// `--sticky-store-timeout-ms`.
-    pub const STICKY_STORE_TIMEOUT_MS: u64 = 50;
-    /// `--sticky-store-sync-ms`.
-    pub const STICKY_STORE_SYNC_MS: u64 = 5000;
-    /// `--sticky-store-prefix`.
-    pub const STICKY_STORE_PREFIX: &str = "berth";
+    pub use crate::store::defaults::{
+        STICKY_STORE_PREFIX, STICKY_STORE_SYNC_MS, STICKY_STORE_TIMEOUT_MS,
+    };
     /// `--shutdown-grace-period-secs`.
     pub const SHUTDOWN_GRACE_PERIOD_SECS: u64 = 180;
     /// `--request-body-timeout-secs`.
@@ -76,30 +78,6 @@ impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Secret(***)")
     }
-}
-
-/// Per-worker circuit breaker settings.
-#[derive(Clone, Debug)]
-pub struct BreakerSettings {
-    /// Consecutive failures that open the breaker (`--cb-failure-threshold`).
-    pub failure_threshold: u32,
-    /// Successes in half-open that close it again (`--cb-success-threshold`).
-    pub success_threshold: u32,
-    /// How long it stays open before a half-open trial (`--cb-timeout-duration-secs`).
-    pub open_timeout: Duration,
-}
-
-/// Active health-check settings.
-#[derive(Clone, Debug)]
-pub struct HealthSettings {
-    /// Time between probes of each worker (`--health-check-interval-secs`).
-    pub interval: Duration,
-    /// Timeout of one probe (`--health-check-timeout-secs`).
-    pub timeout: Duration,
-    /// Consecutive failed probes that take a worker out (`--health-failure-threshold`).
-    pub failure_threshold: u32,
-    /// Consecutive good probes that bring it back (`--health-success-threshold`).
-    pub success_threshold: u32,
 }
 
 /// Everything the gateway needs to run.
@@ -148,18 +126,6 @@ pub struct GatewayConfig {
     pub discovery: Option<DiscoverySettings>,
     /// TLS: HTTPS towards clients and the trust and identity used with `https://` workers.
     pub tls: TlsSettings,
-}
-
-/// How long the gateway waits for a client's request body. Time spent here is the client's:
-/// it never counts against a worker (no breaker failure, no retry, no `upstream_timeout`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BodyTimeouts {
-    /// The whole body must have arrived this long after the request head
-    /// (`--request-body-timeout-secs`); `None`: no bound.
-    pub total: Option<Duration>,
-    /// No body byte for this long ends the request (`--request-body-idle-timeout-secs`);
-    /// `None`: no bound.
-    pub idle: Option<Duration>,
 }
 
 impl GatewayConfig {
@@ -211,7 +177,7 @@ impl GatewayConfig {
     pub fn validate(&self) -> Result<(), GatewayError> {
         let bad = |flag: &str, why: &str| Err(GatewayError::Config(format!("{flag}: {why}")));
         if let Some(pd) = &self.pd {
-            crate::pd::validate(pd, self)?;
+            self.validate_pd(pd)?;
             if self.discovery.is_some() {
                 return bad(
                     "--discovery-provider",
@@ -229,7 +195,7 @@ impl GatewayConfig {
         }
         self.tls.validate().map_err(GatewayError::Config)?;
         for url in &self.worker_urls {
-            crate::registry::WorkerAddr::parse(url)
+            WorkerAddr::parse(url)
                 .map_err(|e| GatewayError::Config(format!("--worker-urls: {e}")))?;
         }
         // The routing core validates its own options and names the flag.
@@ -294,6 +260,44 @@ impl GatewayConfig {
             return bad(
                 "--queue-timeout-secs",
                 "must be at least 1 while requests may queue (or set --queue-size 0)",
+            );
+        }
+        Ok(())
+    }
+
+    /// Refuses a PD configuration that cannot run, naming the flag.
+    fn validate_pd(&self, pd: &PdSettings) -> Result<(), GatewayError> {
+        let config = self;
+        let bad = |flag: &str, why: String| Err(GatewayError::Config(format!("{flag}: {why}")));
+        if pd.prefill.is_empty() {
+            return bad(
+                "--prefill",
+                "--pd-disaggregation needs at least one".to_owned(),
+            );
+        }
+        if config.worker_urls.is_empty() {
+            return bad(
+                "--decode",
+                "--pd-disaggregation needs at least one".to_owned(),
+            );
+        }
+        for p in &pd.prefill {
+            if let Err(e) = WorkerAddr::parse(&p.url) {
+                return bad("--prefill", e);
+            }
+        }
+        for url in &config.worker_urls {
+            if let Err(e) = WorkerAddr::parse(url) {
+                return bad("--decode", e);
+            }
+        }
+        Router::new(&pd.router_options(&config.router))
+            .map_err(|e| GatewayError::Config(format!("--prefill-policy: {e}")))?;
+        if config.sticky_store.is_some() {
+            return bad(
+                "--sticky-store",
+                "not supported with --pd-disaggregation yet (the prefill leg's pins would stay local)"
+                    .to_owned(),
             );
         }
         Ok(())

@@ -15,14 +15,13 @@ use std::sync::Arc;
 
 use super::metrics::op;
 use super::names;
-use super::sync::Store;
-use crate::state::AppState;
+use super::sync::{PinHost, Store};
 
 /// Pipelined commands per round trip.
 const BATCH: usize = 512;
 
 /// Runs the refresh forever (spawned at start).
-pub(crate) async fn run(store: Arc<Store>, state: Arc<AppState>) {
+pub(crate) async fn run<S: PinHost>(store: Arc<Store>, state: Arc<S>) {
     let mut tick = tokio::time::interval(store.sync_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -30,12 +29,12 @@ pub(crate) async fn run(store: Arc<Store>, state: Arc<AppState>) {
             _ = tick.tick() => {}
             () = store.resync.notified() => {}
         }
-        flush(&store, &state).await;
+        flush(&store, &*state).await;
     }
 }
 
 /// One refresh; returns false when the store failed (or is down).
-pub(crate) async fn flush(store: &Store, state: &AppState) -> bool {
+pub(crate) async fn flush<S: PinHost>(store: &Store, state: &S) -> bool {
     if !store.link.is_up() {
         return false;
     }
@@ -66,8 +65,8 @@ fn bound(store: &Store, n: usize) -> std::time::Duration {
     store.link.timeout + std::time::Duration::from_micros(20 * n as u64)
 }
 
-async fn write_back(store: &Store, state: &AppState, hashes: &[u128]) -> bool {
-    let view = state.registry.view();
+async fn write_back<S: PinHost>(store: &Store, state: &S, hashes: &[u128]) -> bool {
+    let view = state.view();
     let mut pipe = redis::pipe();
     pipe.load_script(&store.moved).ignore();
     let mut n = 0;
@@ -105,8 +104,8 @@ async fn write_back(store: &Store, state: &AppState, hashes: &[u128]) -> bool {
     }
 }
 
-async fn refresh(store: &Store, state: &AppState, hashes: &[u128]) -> bool {
-    let view = state.registry.view();
+async fn refresh<S: PinHost>(store: &Store, state: &S, hashes: &[u128]) -> bool {
+    let view = state.view();
     let mut pipe = redis::pipe();
     pipe.load_script(&store.place).ignore();
     let mut sent = Vec::with_capacity(hashes.len());

@@ -25,8 +25,21 @@ use super::metrics::{StoreMetrics, op};
 use super::names::{self, Names};
 use super::settings::StoreSettings;
 use crate::registry::View;
-use crate::routing::{Branch, Decision, Error as RouteError, Leg, WorkerId};
-use crate::state::AppState;
+use crate::routing::{Branch, Decision, Error as RouteError, Leg, Router, WorkerId};
+
+/// What the store reads and changes of the gateway around it: the local pins (the router),
+/// the current worker view and the routing clock. The gateway's state implements it; the store
+/// needs nothing else of it.
+pub(crate) trait PinHost: Send + Sync + 'static {
+    /// The router whose pins the store mirrors.
+    fn router(&self) -> &Router;
+    /// The current worker view.
+    fn view(&self) -> Arc<View>;
+    /// The routing clock's now.
+    fn now(&self) -> Duration;
+    /// The store, if configured.
+    fn store(&self) -> Option<&Arc<Store>>;
+}
 
 /// The shared pin store of one gateway replica.
 #[derive(Debug)]
@@ -62,7 +75,7 @@ impl Store {
         Ok(Self {
             link: Arc::new(Link::new(settings, metrics)?),
             names: Names::new(&settings.prefix),
-            replica: format!("{:016x}", crate::state::fresh_seed()),
+            replica: format!("{:016x}", crate::rng::fresh_seed()),
             ttl_ms: max_idle_secs.saturating_mul(1000),
             sync_every: settings.sync_every,
             touched: KeySet::default(),
@@ -81,8 +94,8 @@ impl Store {
     }
 
     /// The store value of the local pin `hash` (`None`: not pinned here).
-    pub(crate) fn local_value(state: &AppState, view: &View, hash: u128) -> Option<String> {
-        let workers = state.router.pinned(hash)?;
+    pub(crate) fn local_value<S: PinHost>(state: &S, view: &View, hash: u128) -> Option<String> {
+        let workers = state.router().pinned(hash)?;
         let urls: Vec<&str> = workers
             .iter()
             .filter_map(|w| view.worker(*w))
@@ -93,15 +106,15 @@ impl Store {
 
     /// Makes the local pin `hash` what the store says (workers this replica does not know
     /// are skipped); returns whether it changed anything.
-    pub(crate) fn adopt(state: &AppState, view: &View, hash: u128, value: &str) -> bool {
+    pub(crate) fn adopt<S: PinHost>(state: &S, view: &View, hash: u128, value: &str) -> bool {
         let ids: Vec<WorkerId> = names::decode(value)
             .into_iter()
             .filter_map(|url| view.workers.iter().find(|w| &*w.url == url).map(|w| w.id))
             .collect();
         !ids.is_empty()
             && state
-                .router
-                .install_pin(hash, &ids, state.clock.now(), &view.snapshot)
+                .router()
+                .install_pin(hash, &ids, state.now(), &view.snapshot)
     }
 
     /// Marks `hash` as being placed until the returned guard drops.
@@ -128,15 +141,15 @@ impl Store {
     }
 
     /// Publishes the local pin `hash` as moved (background; dirty while the store is down).
-    fn publish_move(self: &Arc<Self>, state: &Arc<AppState>, hash: u128) {
+    fn publish_move<S: PinHost>(self: &Arc<Self>, state: &Arc<S>, hash: u128) {
         if !self.link.is_up() {
             self.dirty.insert(hash);
             return;
         }
         let (store, state) = (self.clone(), state.clone());
         tokio::spawn(async move {
-            let view = state.registry.view();
-            let Some(value) = Store::local_value(&state, &view, hash) else {
+            let view = state.view();
+            let Some(value) = Store::local_value(&*state, &view, hash) else {
                 return;
             };
             let s = &*store;
@@ -167,28 +180,28 @@ impl Store {
 }
 
 /// The pin hash of a keyed decision.
-fn hash_of(state: &AppState, d: &Decision, model: Option<&str>) -> Option<u128> {
+fn hash_of<S: PinHost>(state: &S, d: &Decision, model: Option<&str>) -> Option<u128> {
     let key = d.key.as_ref()?;
-    state.router.pin_hash(&key.key, model, Leg::Regular)
+    state.router().pin_hash(&key.key, model, Leg::Regular)
 }
 
 /// After every routing decision (no IO): a hit marks its pin touched, a move is published.
-pub(crate) fn observe(state: &Arc<AppState>, d: &Decision, model: Option<&str>) {
-    let Some(store) = &state.store else { return };
+pub(crate) fn observe<S: PinHost>(state: &Arc<S>, d: &Decision, model: Option<&str>) {
+    let Some(store) = state.store() else { return };
     let Some(branch) = d.branch else { return };
     match branch {
         // a new key is written by `settle` (or marked touched there when the store is down); a
         // retry's new pin (its key was evicted meanwhile) is written when its key is next hit
         Branch::NoRoutingId | Branch::NoHealthyWorkers | Branch::Vacant => {}
         Branch::OccupiedHit => {
-            if let Some(h) = hash_of(state, d, model) {
+            if let Some(h) = hash_of(&**state, d, model) {
                 store.touched.insert(h);
             }
         }
         // `occupied_miss` (failover), `cap_respill`, and any branch a policy adds that moves
         // pins: the move script publishes only when the pin really changed
         _ => {
-            if let Some(h) = hash_of(state, d, model) {
+            if let Some(h) = hash_of(&**state, d, model) {
                 store.publish_move(state, h);
             }
         }
@@ -221,18 +234,18 @@ impl Drop for Placing<'_> {
 /// already there and routes again (`reroute`). A sticky hit on a key whose placement is still
 /// in flight (a concurrent first request on this replica) waits for it, bounded by the
 /// timeout, and routes again. Other decisions pass through untouched.
-pub(crate) async fn settle(
-    state: &Arc<AppState>,
+pub(crate) async fn settle<S: PinHost>(
+    state: &Arc<S>,
     d: Decision,
     model: Option<&str>,
     reroute: impl FnOnce() -> Result<Decision, RouteError>,
 ) -> Decision {
-    let Some(store) = &state.store else { return d };
+    let Some(store) = state.store() else { return d };
     if d.branch == Some(Branch::OccupiedHit) {
         if store.pending_n.load(Ordering::Relaxed) == 0 {
             return d;
         }
-        let Some(mut placing) = hash_of(state, &d, model).and_then(|h| store.placing(h)) else {
+        let Some(mut placing) = hash_of(&**state, &d, model).and_then(|h| store.placing(h)) else {
             return d;
         };
         let _ = tokio::time::timeout(store.link.timeout, placing.wait_for(|done| *done)).await;
@@ -241,7 +254,7 @@ pub(crate) async fn settle(
     if d.branch != Some(Branch::Vacant) {
         return d;
     }
-    let Some(hash) = hash_of(state, &d, model) else {
+    let Some(hash) = hash_of(&**state, &d, model) else {
         return d;
     };
     if !store.link.is_up() {
@@ -250,8 +263,8 @@ pub(crate) async fn settle(
         return d;
     }
     let _placing = store.begin_placing(hash);
-    let view = state.registry.view();
-    let Some(ours) = Store::local_value(state, &view, hash) else {
+    let view = state.view();
+    let Some(ours) = Store::local_value(&**state, &view, hash) else {
         return d;
     };
     let key = store.names.key(hash);
@@ -278,7 +291,7 @@ pub(crate) async fn settle(
         Some(None) => d,
         Some(Some(theirs)) if theirs == ours => d,
         Some(Some(theirs)) => {
-            if !Store::adopt(state, &view, hash, &theirs) {
+            if !Store::adopt(&**state, &view, hash, &theirs) {
                 return d;
             }
             store.metrics().adopted.inc();

@@ -410,3 +410,53 @@ fn without_test_items(text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// The layer of each module, from the markdown table under `## {heading}` in `doc`: rows
+/// `| N | `a`, `b` | ... |` (N the layer, lowest 0; every module in backticks of the second
+/// column is in it).
+pub(crate) fn layers(doc: &str, heading: &str) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    let start = format!("## {heading}");
+    let Some(at) = doc.find(&start) else {
+        return out;
+    };
+    let section = &doc[at + start.len()..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    for line in section.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (Some(layer), Some(modules)) = (cells.get(1), cells.get(2)) else {
+            continue;
+        };
+        let Ok(layer) = layer.parse::<u32>() else {
+            continue;
+        };
+        for (i, part) in modules.split('`').enumerate() {
+            if i % 2 == 1 {
+                out.insert(part.to_string(), layer);
+            }
+        }
+    }
+    out
+}
+
+/// Modules without a layer, and imports that do not point to a strictly lower layer.
+pub(crate) fn layer_violations(graph: &Graph, layers: &BTreeMap<String, u32>) -> Vec<String> {
+    let mut out = Vec::new();
+    for module in graph.keys() {
+        if !layers.contains_key(module) {
+            out.push(format!("`{module}` has no layer in docs/architecture.md"));
+        }
+    }
+    for (from, to) in graph {
+        for target in to {
+            if let (Some(a), Some(b)) = (layers.get(from), layers.get(target))
+                && b >= a
+            {
+                out.push(format!(
+                    "{from} (layer {a}) imports {target} (layer {b}): imports point to lower layers"
+                ));
+            }
+        }
+    }
+    out
+}

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::request_body::ClientBody;
+use super::client::ClientBody;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use tokio::time::Instant;
@@ -20,7 +20,11 @@ use crate::error::GatewayError;
 use crate::model_scan::{Found, ModelScan};
 
 /// Most bytes held while looking for the model (the replay capture's size).
-pub(crate) const LOOKAHEAD_LIMIT: usize = super::replay::CAPTURE_LIMIT;
+pub(crate) const LOOKAHEAD_LIMIT: usize = CAPTURE_LIMIT;
+
+/// Largest streamed body kept for replay on a retry (`upstream/replay.rs`); the lookahead holds
+/// at most as much, since what it read is the replay's first frames.
+pub(crate) const CAPTURE_LIMIT: usize = 256 * 1024;
 
 /// What was read ahead.
 #[derive(Debug, Default)]

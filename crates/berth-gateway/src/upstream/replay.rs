@@ -22,18 +22,13 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::request_body::ClientBody;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 
-use super::deadline::BodyDeadline;
-use super::lookahead::{LateCheck, Lookahead};
 use crate::error::GatewayError;
-
-/// Largest streamed body kept for replay.
-pub(crate) const CAPTURE_LIMIT: usize = 256 * 1024;
+use crate::request_body::{BodyDeadline, ClientBody, LateCheck, Lookahead};
 
 /// Error type of request bodies sent to workers.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -9,7 +9,7 @@
 //! worker URL (percent-encoded); `DELETE` re-places only the removed worker's keys. In PD mode
 //! (`--pd-disaggregation`) both pools are listed with their `worker_type` (`prefill`/`decode`)
 //! and a prefill worker's `bootstrap_port`; `POST` takes SMG's `worker_type` and
-//! `bootstrap_port` (see `pd/admin.rs`).
+//! `bootstrap_port` (see `admin/pd.rs`).
 
 use std::sync::Arc;
 

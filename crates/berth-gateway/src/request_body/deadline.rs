@@ -4,7 +4,7 @@
 //! Waiting for a client's body is the client's time, never a worker's: a body that stalls (no
 //! byte for `--request-body-idle-timeout-secs`) or is not complete `--request-body-timeout-secs`
 //! after the request head ends the request with 408 `request_body_timeout`, whether the body is
-//! buffered (read here) or streamed to a worker (see `replay.rs`, which applies the same
+//! buffered (read here) or streamed to a worker (see `upstream/replay.rs`, which applies the same
 //! [`BodyDeadline`] while the worker's connection pulls the body). Neither counts against the
 //! worker's breaker, is retried, or is reported as `upstream_timeout`.
 

@@ -3,7 +3,7 @@
 //! A streamed body is not buffered, but an unknown `model` must be refused (404
 //! `model_not_found`) before any byte reaches a worker. So the gateway reads the body's first
 //! frames through [`ModelScan`] until the scan answers, the body ends, or [`LOOKAHEAD_LIMIT`]
-//! bytes are held; those frames are then the first bytes sent (see `replay.rs`). A model that
+//! bytes are held; those frames are then the first bytes sent (see `upstream/replay.rs`). A model that
 //! comes later (an SDK that writes `messages` first and the body is large) is checked as the rest
 //! streams: an unknown one then cuts the worker's request off before the body is complete (the
 //! worker never runs it) and the client still gets 404.

@@ -14,7 +14,7 @@ use super::replay::{BoxError, ReplayBody};
 pub(crate) enum UpBody {
     /// Bytes held by the gateway (re-sendable).
     Full(Option<Bytes>),
-    /// The client's body, streamed (and kept for a possible retry, see `proxy/replay.rs`).
+    /// The client's body, streamed (and kept for a possible retry, see `replay.rs`).
     Stream(ReplayBody),
 }
 

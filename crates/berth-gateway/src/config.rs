@@ -21,6 +21,10 @@ use crate::store::StoreSettings;
 use crate::tls::TlsSettings;
 use crate::upstream::WorkerAddr;
 
+/// The longest time any setting may name (100 years): deadlines are `now + setting`, and a
+/// larger value would overflow the clock instead of meaning "never".
+pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 /// Defaults shared by the CLI help, the docs and [`GatewayConfig::new`].
 pub mod defaults {
     /// `--host` (SMG's: every interface).
@@ -243,6 +247,7 @@ impl GatewayConfig {
         if self.admin_api_key.as_ref().is_some_and(|k| k.0.is_empty()) {
             return bad("--admin-api-key", "must not be empty");
         }
+        self.validate_durations()?;
         let adm = &self.admission;
         if adm.max_concurrent == Some(0) {
             return bad(
@@ -254,6 +259,16 @@ impl GatewayConfig {
             return bad(
                 "--rate-limit-tokens-per-second",
                 "must be a positive number of requests per second",
+            );
+        }
+        // One token must arrive within the longest wait the gateway can represent.
+        if adm
+            .rate
+            .is_some_and(|r| r < 1.0 / MAX_DURATION.as_secs_f64())
+        {
+            return bad(
+                "--rate-limit-tokens-per-second",
+                "too small: one request per 100 years is the least",
             );
         }
         if adm.enabled() && adm.queue_size > 0 && adm.queue_timeout.is_zero() {
@@ -299,6 +314,50 @@ impl GatewayConfig {
                 "not supported with --pd-disaggregation yet (the prefill leg's pins would stay local)"
                     .to_owned(),
             );
+        }
+        Ok(())
+    }
+
+    /// Refuses a time setting longer than [`MAX_DURATION`], naming its flag.
+    fn validate_durations(&self) -> Result<(), GatewayError> {
+        let secs = |s: u64| Some(Duration::from_secs(s));
+        let mut settings = vec![
+            ("--request-timeout-secs", Some(self.request_timeout)),
+            (
+                "--cb-timeout-duration-secs",
+                Some(self.breaker.open_timeout),
+            ),
+            ("--health-check-interval-secs", Some(self.health.interval)),
+            ("--health-check-timeout-secs", Some(self.health.timeout)),
+            (
+                "--worker-startup-timeout-secs",
+                Some(self.worker_startup_timeout),
+            ),
+            ("--shutdown-grace-period-secs", Some(self.shutdown_grace)),
+            ("--header-read-timeout-secs", self.header_read_timeout),
+            ("--request-body-timeout-secs", self.body_timeouts.total),
+            ("--request-body-idle-timeout-secs", self.body_timeouts.idle),
+            ("--queue-timeout-secs", Some(self.admission.queue_timeout)),
+            ("--max-idle-secs", secs(self.router.max_idle_secs)),
+            (
+                "--eviction-interval-secs",
+                secs(self.router.eviction_interval_secs),
+            ),
+        ];
+        if let Some(store) = &self.sticky_store {
+            settings.push(("--sticky-store-timeout-ms", Some(store.timeout)));
+            settings.push(("--sticky-store-sync-ms", Some(store.sync_every)));
+        }
+        if let Some(d) = &self.discovery {
+            settings.push(("--discovery-check-interval-secs", Some(d.check_interval)));
+        }
+        for (flag, value) in settings {
+            if value.is_some_and(|v| v > MAX_DURATION) {
+                return Err(GatewayError::Config(format!(
+                    "{flag}: too large: {} seconds (100 years) is the most",
+                    MAX_DURATION.as_secs()
+                )));
+            }
         }
         Ok(())
     }

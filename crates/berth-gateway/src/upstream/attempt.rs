@@ -122,7 +122,7 @@ impl Upstream<'_> {
                 } else {
                     Outcome::Success
                 });
-                return Ok((resp, conn));
+                return Ok((resp, conn.uploading(upload)));
             }
             Some(Err(e)) => GatewayError::UpstreamConnection {
                 worker: target.url.to_owned(),

@@ -26,6 +26,7 @@ use hyper_util::rt::TokioIo;
 use super::addr::WorkerAddr;
 use super::body::UpBody;
 use super::client::HttpClient;
+use super::replay::Replayable;
 use crate::routing::WorkerId;
 
 /// Idle connections kept per worker.
@@ -73,12 +74,23 @@ pub(crate) struct Conn {
     sender: SendRequest<UpBody>,
     worker: WorkerId,
     pool: Arc<Pool>,
+    /// The client's streamed body this request is still sending, if any.
+    upload: Option<Replayable>,
 }
 
 impl Conn {
-    /// Returns the connection to the idle list (the response body was read to its end).
+    /// Marks the connection as carrying `upload` (a streamed request body).
+    pub(crate) fn uploading(mut self, upload: Option<&Replayable>) -> Self {
+        self.upload = upload.cloned();
+        self
+    }
+
+    /// Returns the connection to the idle list (the response body was read to its end). A
+    /// connection whose request body is still being sent (the worker answered before the
+    /// client's upload ended) is not free: it is left to close once the upload ends, so no
+    /// other request queues behind another client's upload.
     pub(crate) fn release(self) {
-        if self.sender.is_closed() {
+        if self.sender.is_closed() || self.upload.as_ref().is_some_and(|u| !u.upload_finished()) {
             return;
         }
         let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
@@ -156,6 +168,7 @@ impl Pool {
                         sender,
                         worker: id,
                         pool: self.clone(),
+                        upload: None,
                     };
                     return Ok((resp, conn));
                 }

@@ -34,7 +34,6 @@ async fn eager_worker() -> (String, Arc<AtomicUsize>) {
 
 async fn serve(stream: TcpStream, generation_conns: Arc<AtomicUsize>) {
     let mut io = BufReader::new(stream);
-    let mut counted = false;
     loop {
         let mut head = Vec::new();
         loop {
@@ -49,10 +48,8 @@ async fn serve(stream: TcpStream, generation_conns: Arc<AtomicUsize>) {
         }
         let path = head[0].split(' ').nth(1).unwrap_or("/").to_owned();
         if path.starts_with("/v1/chat") {
-            if !counted {
-                counted = true;
-                generation_conns.fetch_add(1, Ordering::SeqCst);
-            }
+            // the connection ends with this request: counted once
+            generation_conns.fetch_add(1, Ordering::SeqCst);
             let body = br#"{"ok":true}"#;
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",

@@ -33,27 +33,47 @@ pub(crate) async fn run<S: PinHost>(store: Arc<Store>, state: Arc<S>) {
     }
 }
 
+/// Writes the pins moved on the request path as they come (spawned at start): one task for
+/// every move, each wake-up writing what queued meanwhile in batches.
+pub(crate) async fn run_mover<S: PinHost>(store: Arc<Store>, state: Arc<S>) {
+    loop {
+        store.wake_mover.notified().await;
+        if store.link.is_up() {
+            write_dirty(&store, &*state, op::MOVE).await;
+        }
+    }
+}
+
+/// Writes every queued move; false when the store failed (what was not written is queued
+/// again).
+async fn write_dirty<S: PinHost>(store: &Store, state: &S, op: &'static str) -> bool {
+    let dirty = store.dirty.drain();
+    for (i, chunk) in dirty.chunks(BATCH).enumerate() {
+        if !write_back(store, state, chunk, op).await {
+            // what was not written goes back for the next refresh
+            dirty[i * BATCH..].iter().for_each(|h| {
+                store.dirty.insert(*h);
+            });
+            return false;
+        }
+    }
+    true
+}
+
 /// One refresh; returns false when the store failed (or is down).
 pub(crate) async fn flush<S: PinHost>(store: &Store, state: &S) -> bool {
     if !store.link.is_up() {
         return false;
     }
-    let dirty = store.dirty.drain();
-    for (i, chunk) in dirty.chunks(BATCH).enumerate() {
-        if !write_back(store, state, chunk).await {
-            // what was not written goes back for the next refresh
-            dirty[i * BATCH..]
-                .iter()
-                .for_each(|h| store.dirty.insert(*h));
-            return false;
-        }
+    if !write_dirty(store, state, op::SYNC).await {
+        return false;
     }
     let touched = store.touched.drain();
     for (i, chunk) in touched.chunks(BATCH).enumerate() {
         if !refresh(store, state, chunk).await {
-            touched[i * BATCH..]
-                .iter()
-                .for_each(|h| store.touched.insert(*h));
+            touched[i * BATCH..].iter().for_each(|h| {
+                store.touched.insert(*h);
+            });
             return false;
         }
     }
@@ -65,7 +85,12 @@ fn bound(store: &Store, n: usize) -> std::time::Duration {
     store.link.timeout + std::time::Duration::from_micros(20 * n as u64)
 }
 
-async fn write_back<S: PinHost>(store: &Store, state: &S, hashes: &[u128]) -> bool {
+async fn write_back<S: PinHost>(
+    store: &Store,
+    state: &S,
+    hashes: &[u128],
+    op: &'static str,
+) -> bool {
     let view = state.view();
     let mut pipe = redis::pipe();
     pipe.load_script(&store.moved).ignore();
@@ -90,7 +115,7 @@ async fn write_back<S: PinHost>(store: &Store, state: &S, hashes: &[u128]) -> bo
     }
     let done = store
         .link
-        .call_within(op::SYNC, bound(store, n), |mut c| async move {
+        .call_within(op, bound(store, n), |mut c| async move {
             pipe.query_async::<Vec<i64>>(&mut c).await
         })
         .await;

@@ -6,7 +6,9 @@
 //! - `link.rs`: the connection: timeouts, up/down state, reconnection with backoff, metrics.
 //! - `sync.rs`: the request-path hooks around the core's `route` (a new key consults the
 //!   store; a moved pin is published; a sticky hit only marks its key for the next refresh).
-//! - `flush.rs`: the batched refresh: TTLs, lazy write-back after an outage, convergence.
+//! - `flush.rs`: the batched refresh (TTLs, lazy write-back after an outage, convergence) and
+//!   the mover (pins moved on the request path, written in batches by one task).
+//! - `keyset.rs`: the bounded queues of pin hashes waiting for the store.
 //! - `watch.rs`: the pub/sub subscriber that drops local pins other replicas moved.
 //! - `start.rs`: connecting at start-up and spawning the background tasks.
 //! - `ops.rs`: reading and deleting one pin for `GET/DELETE /sticky/{key}` (`admin/sticky.rs`).
@@ -20,6 +22,7 @@
 //! worker view, the clock) comes through [`PinHost`], which the gateway's state implements.
 
 mod flush;
+mod keyset;
 mod link;
 mod metrics;
 mod names;

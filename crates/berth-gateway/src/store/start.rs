@@ -19,5 +19,6 @@ pub(crate) async fn start<S: PinHost>(state: &Arc<S>, tasks: &mut JoinSet<()>) {
     let woken = store.clone();
     tasks.spawn(store.link.clone().run(move || woken.resync.notify_one()));
     tasks.spawn(flush::run(store.clone(), state.clone()));
+    tasks.spawn(flush::run_mover(store.clone(), state.clone()));
     tasks.spawn(watch::run(store, state.clone()));
 }

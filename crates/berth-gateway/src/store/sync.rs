@@ -13,15 +13,16 @@
 //! overwriting once the store answers again: this replica saw the old workers fail), new keys
 //! as touched (written back with place-or-get: a pin another replica stored first wins).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::keyset::KeySet;
 use super::link::Link;
-use super::metrics::{StoreMetrics, op};
+use super::metrics::{SetLabels, StoreMetrics, op};
 use super::names::{self, Names};
 use super::settings::StoreSettings;
 use crate::registry::View;
@@ -41,6 +42,12 @@ pub(crate) trait PinHost: Send + Sync + 'static {
     fn store(&self) -> Option<&Arc<Store>>;
 }
 
+/// Most pin hashes queued in each of `touched` and `dirty` (about 20 MB each when full): past
+/// it a hash is dropped and counted (`berth_sticky_store_dropped_total`). A dropped touched pin
+/// is queued again when its key is next used; a dropped move is not written back, so the store
+/// keeps the older placement until the key moves again.
+pub(crate) const KEYSET_CAP: usize = 1 << 20;
+
 /// The shared pin store of one gateway replica.
 #[derive(Debug)]
 pub(crate) struct Store {
@@ -53,13 +60,16 @@ pub(crate) struct Store {
     pub(crate) sync_every: Duration,
     /// Pins used since the last refresh.
     pub(crate) touched: KeySet,
-    /// Pins moved while the store was down, to write back (overwriting).
+    /// Pins moved and not yet written (overwriting): by the mover while the store is up, by
+    /// the refresh after an outage.
     pub(crate) dirty: KeySet,
     pub(crate) place: redis::Script,
     pub(crate) moved: redis::Script,
     pub(crate) delete: redis::Script,
     /// Wakes the refresh at once (the store came back).
     pub(crate) resync: tokio::sync::Notify,
+    /// Wakes the mover: pins moved on the request path wait in `dirty`.
+    pub(crate) wake_mover: tokio::sync::Notify,
     /// New keys whose place-or-get is in flight: a concurrent request for one of them waits
     /// for the answer instead of following the provisional local placement.
     pending: Mutex<HashMap<u128, watch::Receiver<bool>>>,
@@ -73,13 +83,26 @@ impl Store {
         metrics: Arc<StoreMetrics>,
     ) -> Result<Self, String> {
         Ok(Self {
-            link: Arc::new(Link::new(settings, metrics)?),
+            link: Arc::new(Link::new(settings, metrics.clone())?),
             names: Names::new(&settings.prefix),
             replica: format!("{:016x}", crate::rng::fresh_seed()),
             ttl_ms: max_idle_secs.saturating_mul(1000),
             sync_every: settings.sync_every,
-            touched: KeySet::default(),
-            dirty: KeySet::default(),
+            touched: KeySet::new(
+                KEYSET_CAP,
+                metrics
+                    .dropped
+                    .get_or_create(&SetLabels { set: "touched" })
+                    .clone(),
+            ),
+            dirty: KeySet::new(
+                KEYSET_CAP,
+                metrics
+                    .dropped
+                    .get_or_create(&SetLabels { set: "dirty" })
+                    .clone(),
+            ),
+            wake_mover: tokio::sync::Notify::new(),
             place: names::place_script(),
             moved: names::move_script(),
             delete: names::delete_script(),
@@ -140,42 +163,13 @@ impl Store {
         p.get(&hash).cloned()
     }
 
-    /// Publishes the local pin `hash` as moved (background; dirty while the store is down).
-    fn publish_move<S: PinHost>(self: &Arc<Self>, state: &Arc<S>, hash: u128) {
-        if !self.link.is_up() {
-            self.dirty.insert(hash);
-            return;
+    /// Publishes the local pin `hash` as moved: queued for the mover task (one task writes
+    /// every move, batched), or for the refresh while the store is down.
+    fn publish_move(&self, hash: u128) {
+        self.dirty.insert(hash);
+        if self.link.is_up() {
+            self.wake_mover.notify_one();
         }
-        let (store, state) = (self.clone(), state.clone());
-        tokio::spawn(async move {
-            let view = state.view();
-            let Some(value) = Store::local_value(&*state, &view, hash) else {
-                return;
-            };
-            let s = &*store;
-            let key = s.names.key(hash);
-            let msg = names::message(&s.replica, hash);
-            let changed = s
-                .link
-                .call(op::MOVE, |mut c| async move {
-                    s.moved
-                        .key(key)
-                        .arg(value)
-                        .arg(s.ttl_ms)
-                        .arg(&s.names.channel)
-                        .arg(msg)
-                        .invoke_async::<i64>(&mut c)
-                        .await
-                })
-                .await;
-            match changed {
-                Some(1) => {
-                    store.metrics().moves.inc();
-                }
-                Some(_) => {}
-                None => store.dirty.insert(hash),
-            }
-        });
     }
 }
 
@@ -202,7 +196,7 @@ pub(crate) fn observe<S: PinHost>(state: &Arc<S>, d: &Decision, model: Option<&s
         // pins: the move script publishes only when the pin really changed
         _ => {
             if let Some(h) = hash_of(&**state, d, model) {
-                store.publish_move(state, h);
+                store.publish_move(h);
             }
         }
     }
@@ -300,40 +294,5 @@ pub(crate) async fn settle<S: PinHost>(
                 Err(_) => d,
             }
         }
-    }
-}
-
-/// A set of pin hashes, sharded so request threads rarely contend.
-#[derive(Debug)]
-pub(crate) struct KeySet {
-    shards: Box<[Mutex<HashSet<u128>>]>,
-}
-
-const KEYSET_SHARDS: usize = 16;
-
-impl Default for KeySet {
-    fn default() -> Self {
-        Self {
-            shards: (0..KEYSET_SHARDS).map(|_| Mutex::default()).collect(),
-        }
-    }
-}
-
-impl KeySet {
-    pub(crate) fn insert(&self, hash: u128) {
-        self.shards[(hash >> 64) as usize % KEYSET_SHARDS]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(hash);
-    }
-
-    /// Takes every hash out.
-    pub(crate) fn drain(&self) -> Vec<u128> {
-        let mut out = Vec::new();
-        for s in self.shards.iter() {
-            let taken = std::mem::take(&mut *s.lock().unwrap_or_else(PoisonError::into_inner));
-            out.extend(taken);
-        }
-        out
     }
 }

@@ -8,6 +8,8 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
+mod index;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -20,6 +22,7 @@ use crate::discovery::DiscoveryMetrics;
 use crate::registry::View;
 use crate::routing::RouterStats;
 use crate::store::StoreMetrics;
+use crate::upstream::UpstreamMetrics;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct BranchLabels {
@@ -63,10 +66,6 @@ pub(crate) struct RequestLabels {
     pub(crate) streaming: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct StatusLabels {
-    pub(crate) status_code: u16,
-}
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ResponseLabels {
     pub(crate) status_code: u16,
     pub(crate) error_code: &'static str,
@@ -86,13 +85,13 @@ pub struct Metrics {
     pub(crate) requests: Family<RequestLabels, Counter>,
     pub(crate) duration: Histogram,
     pub(crate) ttft: Histogram,
-    pub(crate) upstream_status: Family<StatusLabels, Counter>,
+    /// The upstream attempt's counters (status codes, stale-connection re-sends).
+    pub(crate) upstream: UpstreamMetrics,
     responses: Family<ResponseLabels, Counter>,
     /// `responses{status_code="200",error_code="none"}`, resolved once: the request path's
     /// common case skips the family's lookup.
     responses_ok: Counter,
     pub(crate) retries: Counter,
-    pub(crate) stale_resends: Counter,
     pub(crate) stream_errors: Counter,
     worker_active: Family<WorkerLabels, Gauge>,
     worker_cb_state: Family<WorkerLabels, Gauge>,
@@ -111,9 +110,9 @@ pub struct Metrics {
     /// `smg_discovery_*` and `berth_discovery_errors_total` (registered even without discovery).
     pub(crate) discovery: Arc<DiscoveryMetrics>,
     /// `berth_buffered_body_*` and `berth_body_budget_rejected_total`.
-    pub(crate) body_budget: Arc<crate::body_budget::BodyBudgetMetrics>,
+    pub(crate) body_budget: Arc<crate::request_body::BodyBudgetMetrics>,
     /// `berth_prefix_index_*`.
-    index: crate::index_metrics::IndexMetrics,
+    index: index::IndexMetrics,
 }
 
 impl Metrics {
@@ -123,10 +122,10 @@ impl Metrics {
         let store = Arc::new(StoreMetrics::register(&mut registry));
         let admission = Arc::new(AdmissionMetrics::register(&mut registry));
         let discovery = Arc::new(DiscoveryMetrics::register(&mut registry));
-        let body_budget = Arc::new(crate::body_budget::BodyBudgetMetrics::register(
+        let body_budget = Arc::new(crate::request_body::BodyBudgetMetrics::register(
             &mut registry,
         ));
-        let index = crate::index_metrics::IndexMetrics::register(&mut registry);
+        let index = index::IndexMetrics::register(&mut registry);
         let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
         let m = Self {
             branch: Family::default(),
@@ -139,11 +138,10 @@ impl Metrics {
             requests: Family::default(),
             duration: hist(),
             ttft: hist(),
-            upstream_status: Family::default(),
+            upstream: UpstreamMetrics::default(),
             responses: Family::default(),
             responses_ok: Counter::default(),
             retries: Counter::default(),
-            stale_resends: Counter::default(),
             stream_errors: Counter::default(),
             worker_active: Family::default(),
             worker_cb_state: Family::default(),
@@ -218,7 +216,7 @@ impl Metrics {
         registry.register(
             "smg_router_upstream_responses",
             "Worker responses by status code",
-            m.upstream_status.clone(),
+            m.upstream.status.clone(),
         );
         registry.register(
             "smg_http_responses",
@@ -234,7 +232,7 @@ impl Metrics {
         registry.register(
             "smg_router_stale_connection_resends",
             "Requests re-sent on a fresh connection to the same worker after a reused connection closed before answering",
-            m.stale_resends.clone(),
+            m.upstream.stale_resends.clone(),
         );
         registry.register(
             "smg_router_upstream_stream_errors",

@@ -23,7 +23,12 @@ use prometheus_client::registry::Registry;
 use tokio::sync::Notify;
 
 use crate::error::GatewayError;
-use crate::metrics::ReasonLabels;
+
+/// The `reason` label of the rejection counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
 
 /// How long a body waits for room before its request is refused.
 pub(crate) const WAIT: Duration = Duration::from_secs(1);

@@ -9,7 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::metrics::ReasonLabels;
+use super::ReasonLabels;
 use crate::routing::policy::{IndexEviction, IndexStats};
 
 #[derive(Debug, Default)]

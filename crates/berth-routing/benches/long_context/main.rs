@@ -59,8 +59,8 @@ type Make<'a> = &'a dyn Fn() -> Box<dyn Index>;
 
 trait Index {
     fn route(&mut self, text: &str) -> WorkerId;
-    /// Heap bytes of the index.
-    fn bytes(&self) -> usize;
+    /// Heap bytes of the index and the chunks it holds.
+    fn bytes(&self) -> (usize, usize);
 }
 
 /// The old index as `cache_aware` used it: one mutex, match, then insert (both hash the text).
@@ -86,8 +86,10 @@ impl Index for Old {
         w
     }
 
-    fn bytes(&self) -> usize {
-        self.index.lock().unwrap().heap_bytes()
+    fn bytes(&self) -> (usize, usize) {
+        let idx = self.index.lock().unwrap();
+        let chunks = self.cands.iter().map(|w| idx.tenant_chars(*w)).sum::<usize>();
+        (idx.heap_bytes(), chunks / old_index::CHUNK)
     }
 }
 
@@ -119,8 +121,11 @@ impl Index for New {
         d.worker
     }
 
-    fn bytes(&self) -> usize {
-        self.router.stats().prefix_index.map_or(0, |s| s.bytes)
+    fn bytes(&self) -> (usize, usize) {
+        self.router
+            .stats()
+            .prefix_index
+            .map_or((0, 0), |s| (s.bytes, s.chunks))
     }
 }
 
@@ -194,12 +199,13 @@ fn memory(texts: &[String]) {
                 idx.route(&t[..turn * TURN]);
             }
         }
-        let bytes = idx.bytes();
-        let chunks = SESSIONS * TURNS * TURN / old_index::CHUNK;
+        let (bytes, chunks) = idx.bytes();
+        let kib = SESSIONS * TURNS * TURN / 1024;
         println!(
-            "prefix_index={name} sessions={SESSIONS} chunks={chunks} index_bytes={bytes} \
-             bytes_per_chunk={:.1}",
-            bytes as f64 / chunks as f64
+            "prefix_index={name} sessions={SESSIONS} prompt_kib_held={kib} chunks={chunks} \
+             index_bytes={bytes} bytes_per_chunk={:.1} bytes_per_kib_of_prompt={:.1}",
+            bytes as f64 / chunks as f64,
+            bytes as f64 / kib as f64
         );
         drop(idx);
     }

@@ -325,6 +325,7 @@ impl Metrics {
             evicted_capacity: sum(|r| r.evicted_capacity),
             evicted_worker_removed: sum(|r| r.evicted_worker_removed),
             ttft_fleet: None,
+            ttft_workers: Vec::new(),
             prefix_index: None,
         };
         self.cache_entries
@@ -388,8 +389,7 @@ impl Metrics {
             self.worker_healthy
                 .get_or_create(&labels)
                 .set(i64::from(healthy));
-            if let Some(fleet) = router.ttft_fleet {
-                let m = w.stats.ttft_model(fleet);
+            if let Some((_, m, queued)) = router.ttft_workers.iter().find(|(id, ..)| *id == w.id) {
                 for (term, v) in [
                     ("base", m.base_ms),
                     ("per_1k_tokens", m.per_token_ms * 1000.0),
@@ -401,9 +401,7 @@ impl Metrics {
                     };
                     self.ttft_model.get_or_create(&labels).set(v);
                 }
-                self.ttft_queued
-                    .get_or_create(&labels)
-                    .set(w.stats.ttft_queued_tokens(now, fleet));
+                self.ttft_queued.get_or_create(&labels).set(*queued);
             }
         }
     }

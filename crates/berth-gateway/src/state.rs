@@ -44,11 +44,18 @@ impl AppState {
     /// The Prometheus text: both pools in PD mode.
     pub(crate) fn render_metrics(&self) -> String {
         let now = self.clock.now();
-        let (view, stats) = (self.registry.view(), self.router.stats());
+        let stats_of = |router: &crate::routing::Router, view: &crate::registry::View| {
+            let mut stats = router.stats();
+            stats.ttft_workers = router.ttft_figures(&view.snapshot, now);
+            stats
+        };
+        let view = self.registry.view();
+        let stats = stats_of(&self.router, &view);
         match &self.pd {
             None => self.metrics.render(&view, &stats, now),
             Some(pd) => {
-                let (prefill, prefill_stats) = (pd.registry.view(), pd.router.stats());
+                let prefill = pd.registry.view();
+                let prefill_stats = stats_of(&pd.router, &prefill);
                 for (leg, pins) in [("decode", stats.pins), ("prefill", prefill_stats.pins)] {
                     self.metrics
                         .pd_pins

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::key::{HeaderSource, RoutingKey};
 use crate::pin::PinTable;
-use crate::policy::ttft::cost::FleetCost;
+use crate::policy::ttft::cost::{FleetCost, TtftStats};
 use crate::worker::{WorkerId, WorkerSnapshot, WorkerStats};
 
 /// Which leg of a request a decision is for; prefill and decode pins are independent.
@@ -126,9 +126,9 @@ pub struct Lease {
     worker: WorkerId,
     stats: Option<Arc<WorkerStats>>,
     pin: Option<(Arc<PinTable>, u128)>,
-    /// `ttft_aware`: the request's entry in the worker's prefill queue, and the fleet's pooled
-    /// cost model its first byte also teaches.
-    prefill: Option<(u64, Arc<FleetCost>)>,
+    /// `ttft_aware`: the request's entry in the worker's prefill queue (its id and the queue),
+    /// and the fleet's pooled cost model its first byte also teaches.
+    prefill: Option<(u64, Arc<TtftStats>, Arc<FleetCost>)>,
 }
 
 impl Lease {
@@ -150,8 +150,12 @@ impl Lease {
     }
 
     /// Attaches the request's `ttft_aware` prefill-queue entry.
-    pub(crate) fn with_prefill(mut self, id: Option<u64>, fleet: &Arc<FleetCost>) -> Self {
-        self.prefill = id.map(|id| (id, fleet.clone()));
+    pub(crate) fn with_prefill(
+        mut self,
+        entry: Option<(u64, Arc<TtftStats>)>,
+        fleet: &Arc<FleetCost>,
+    ) -> Self {
+        self.prefill = entry.map(|(id, queue)| (id, queue, fleet.clone()));
         self
     }
 
@@ -165,19 +169,18 @@ impl Lease {
     /// response is a stream, so the byte is the first token) its time to first byte teaches
     /// the worker's cost model. Calls after the first do nothing.
     pub fn first_byte(&mut self, now: Duration, streamed: bool) {
-        if let (Some((id, fleet)), Some(s)) = (self.prefill.take(), &self.stats) {
-            s.ttft
-                .first_byte(id, now.as_secs_f64() * 1000.0, streamed, &fleet);
+        if let Some((id, queue, fleet)) = self.prefill.take() {
+            queue.first_byte(id, now.as_secs_f64() * 1000.0, streamed, &fleet);
         }
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        if let Some((id, queue, _)) = self.prefill.take() {
+            queue.end(id);
+        }
         if let Some(s) = &self.stats {
-            if let Some((id, _)) = self.prefill.take() {
-                s.ttft.end(id);
-            }
             s.end();
         }
         if let Some((table, key)) = &self.pin {
@@ -223,7 +226,7 @@ pub struct SweepStep {
 }
 
 /// Counters the gateway exports.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RouterStats {
     /// Pins in the table (`smg_manual_policy_cache_entries`).
     pub pins: usize,
@@ -238,6 +241,9 @@ pub struct RouterStats {
     pub ttft_fleet: Option<crate::policy::CostModel>,
     /// `cache_aware` and `ttft_aware`: what the prefix index holds and has evicted.
     pub prefix_index: Option<crate::policy::IndexStats>,
+    /// `ttft_aware`: per worker, the cost model it predicts with and the prefill tokens it
+    /// believes queued there (filled by [`crate::Router::ttft_figures`]; empty otherwise).
+    pub ttft_workers: Vec<(WorkerId, crate::policy::CostModel, f64)>,
 }
 
 /// Whole seconds of `now`, the pin table's time unit.

@@ -245,6 +245,26 @@ impl Router {
         self.pins.memory_bytes()
     }
 
+    /// `ttft_aware`: per worker of `snap`, the cost model it predicts with (the fleet's, times
+    /// the worker's measured speed) and its estimate of the prefill tokens queued there at
+    /// `now` (exported as metrics); empty under other policies.
+    pub fn ttft_figures(
+        &self,
+        snap: &WorkerSnapshot,
+        now: Duration,
+    ) -> Vec<(WorkerId, crate::policy::CostModel, f64)> {
+        let Some(t) = self.policy.ttft() else {
+            return Vec::new();
+        };
+        snap.entries()
+            .iter()
+            .map(|e| {
+                let (model, queued) = t.worker_figures(&e.stats, now);
+                (e.id, model, queued)
+            })
+            .collect()
+    }
+
     /// Current counters.
     pub fn stats(&self) -> RouterStats {
         RouterStats {
@@ -254,6 +274,7 @@ impl Router {
             evicted_worker_removed: self.pins.evictions(EvictionReason::WorkerRemoved),
             ttft_fleet: self.policy.ttft().map(|t| t.fleet().model()),
             prefix_index: self.policy.index_stats(),
+            ttft_workers: Vec::new(),
         }
     }
 }

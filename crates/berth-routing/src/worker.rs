@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// Source of snapshot generations (process-wide, so two snapshots never share one).
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
-use crate::policy::ttft::cost::TtftStats;
 use index::SlotIndex;
 pub(crate) use ring::Ring;
 
@@ -27,13 +26,43 @@ mod ring;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WorkerId(pub u32);
 
+/// State a policy keeps per worker (`ttft_aware`'s prefill queue and learned speed), opaque
+/// here: the worker layer knows no policy. Created by the policy on first use.
+#[derive(Default)]
+pub(crate) struct PolicySlot(std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>);
+
+impl PolicySlot {
+    /// The policy's state of type `T`, created by `init` on first use; `None` if the slot holds
+    /// another type (a worker shared by two policies, which the gateway never does).
+    pub(crate) fn get_or_init<T: Send + Sync + 'static>(
+        &self,
+        init: impl FnOnce() -> T,
+    ) -> Option<Arc<T>> {
+        self.0
+            .get_or_init(|| Arc::new(init()))
+            .clone()
+            .downcast::<T>()
+            .ok()
+    }
+}
+
+impl std::fmt::Debug for PolicySlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "PolicySlot(set)"
+        } else {
+            "PolicySlot(empty)"
+        })
+    }
+}
+
 /// Live per-worker counters, shared between snapshots.
 #[derive(Debug, Default)]
 pub struct WorkerStats {
     in_flight: AtomicU32,
     pinned_keys: AtomicU32,
-    /// `ttft_aware`'s prefill queue and learned cost model for this worker.
-    pub(crate) ttft: TtftStats,
+    /// The placement policy's own state for this worker (`ttft_aware`'s).
+    pub(crate) policy: PolicySlot,
     /// The worker's KV cache capacity in tokens, when it said (0: unknown).
     kv_capacity_tokens: std::sync::atomic::AtomicU64,
 }
@@ -47,23 +76,6 @@ impl WorkerStats {
     /// Routing keys whose primary is this worker (`smg_worker_routing_keys_active`).
     pub fn pinned_keys(&self) -> u32 {
         self.pinned_keys.load(Ordering::Relaxed)
-    }
-
-    /// The cost model `ttft_aware` uses for this worker: `prior` until the worker has
-    /// reported first bytes, then what it learned (exported as metrics by the gateway).
-    pub fn ttft_model(&self, prior: crate::policy::CostModel) -> crate::policy::CostModel {
-        self.ttft.model(prior)
-    }
-
-    /// `ttft_aware`'s estimate of the prefill work queued on this worker at `now`, in tokens.
-    pub fn ttft_queued_tokens(
-        &self,
-        now: std::time::Duration,
-        fallback: crate::policy::CostModel,
-    ) -> f64 {
-        self.ttft
-            .predict(now.as_secs_f64() * 1000.0, self.in_flight(), 0.0, fallback)
-            .ahead_tokens
     }
 
     /// Records the worker's KV cache capacity in tokens (SGLang's `max_total_num_tokens`):

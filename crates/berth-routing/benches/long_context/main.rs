@@ -88,7 +88,11 @@ impl Index for Old {
 
     fn bytes(&self) -> (usize, usize) {
         let idx = self.index.lock().unwrap();
-        let chunks = self.cands.iter().map(|w| idx.tenant_chars(*w)).sum::<usize>();
+        let chunks = self
+            .cands
+            .iter()
+            .map(|w| idx.tenant_chars(*w))
+            .sum::<usize>();
         (idx.heap_bytes(), chunks / old_index::CHUNK)
     }
 }

@@ -35,13 +35,13 @@ use std::time::Duration;
 use super::PickRequest;
 use super::cache_aware::CacheAwareConfig;
 use super::prefix_index::{IndexStats, SharedIndex};
-use crate::{Rng, WorkerId, WorkerSnapshot};
+use crate::{Rng, WorkerId, WorkerSnapshot, WorkerStats};
 
 pub mod cost;
 mod queue;
 
 pub use cost::CostModel;
-use cost::{FleetCost, Prediction, Streaming};
+use cost::{FleetCost, Prediction, Streaming, TtftStats};
 
 /// Predictions this close to the best (absolute, ms, or relative) count as ties: a difference
 /// no client could notice must not decide, or an idle fleet would send everything to whichever
@@ -140,6 +140,20 @@ impl TtftAware {
         &self.cfg
     }
 
+    /// `w`'s prefill queue and learned speed (kept in the worker's policy slot).
+    pub(crate) fn state(&self, w: &WorkerStats) -> Arc<TtftStats> {
+        w.policy.get_or_init(TtftStats::default).unwrap_or_default()
+    }
+
+    /// The cost model this policy uses for `w` (`fleet`, times its measured speed) and its
+    /// estimate of the prefill work queued on `w` at `now`, in tokens (exported as metrics).
+    pub(crate) fn worker_figures(&self, w: &WorkerStats, now: Duration) -> (CostModel, f64) {
+        let fleet = self.fleet.model();
+        let s = self.state(w);
+        let queued = s.predict(ms(now), w.in_flight(), 0.0, fleet).ahead_tokens;
+        (s.model(fleet), queued)
+    }
+
     /// The fleet's pooled cost model (leases feed it first bytes).
     pub(crate) fn fleet(&self) -> &Arc<FleetCost> {
         &self.fleet
@@ -200,9 +214,11 @@ impl TtftAware {
                 };
                 let own = match &text {
                     Some(_) => (prompt - m as f64 / per).max(0.0),
-                    None => stats.ttft.mean_own_tokens(),
+                    None => self.state(stats).mean_own_tokens(),
                 };
-                let prediction = stats.ttft.predict(now, stats.in_flight(), own, fleet);
+                let prediction = self
+                    .state(stats)
+                    .predict(now, stats.in_flight(), own, fleet);
                 Estimate {
                     worker: w,
                     own_tokens: own,
@@ -276,7 +292,9 @@ impl TtftAware {
         let fleet = self.fleet.model();
         let queue_only = |w: WorkerId| {
             snap.stats(w).map_or(f64::INFINITY, |s| {
-                s.ttft.predict(now, s.in_flight(), 0.0, fleet).ttft_ms
+                self.state(s)
+                    .predict(now, s.in_flight(), 0.0, fleet)
+                    .ttft_ms
             })
         };
         let stay = queue_only(pinned);
@@ -287,14 +305,14 @@ impl TtftAware {
     }
 
     /// The request goes to `chosen`: it becomes a tenant of the text, and its prefill joins
-    /// `chosen`'s queue. Returns the pending id for the lease.
+    /// `chosen`'s queue. Returns the pending id and the queue, for the lease.
     pub(crate) fn commit(
         &self,
         req: &PickRequest<'_>,
         eval: &Evaluation,
         snap: &WorkerSnapshot,
         chosen: WorkerId,
-    ) -> Option<u64> {
+    ) -> Option<(u64, Arc<TtftStats>)> {
         let stats = snap.stats(chosen)?;
         if let Some(t) = req.hashes() {
             // a worker that said its KV capacity holds no more than that (in index bytes)
@@ -312,13 +330,15 @@ impl TtftAware {
             Some(false) => Streaming::No,
             None => Streaming::Unknown,
         };
-        Some(stats.ttft.dispatch(
+        let queue = self.state(stats);
+        let id = queue.dispatch(
             ms(req.now),
             est.own_tokens,
             eval.with_text,
             est.prediction,
             streaming,
-        ))
+        );
+        Some((id, queue))
     }
 }
 

@@ -323,13 +323,15 @@ fn first_bytes_teach_the_worker_its_cost() {
     }
     let fleet = r.stats().ttft_fleet.unwrap();
     assert!((fleet.per_token_ms - 0.4).abs() < 0.04, "{fleet:?}");
-    assert_eq!(f.stats[0].ttft_model(fleet), fleet);
+    let t = r.policy.ttft().unwrap();
+    assert_eq!(t.state(&f.stats[0]).model(fleet), fleet);
     // a response that is not a stream teaches nothing
     let r2 = ttft();
     let mut d = route(&r2, &snap, None, &fresh("x", 1000), &[], T0, &mut rng);
     d.lease.first_byte(T0 + Duration::from_secs(5), false);
     assert_eq!(r2.stats().ttft_fleet, Some(prior));
-    assert_eq!(f.stats[0].ttft.pending(), 0);
+    let t2 = r2.policy.ttft().unwrap();
+    assert_eq!(t2.state(&f.stats[0]).pending(), 0);
 }
 
 #[test]
@@ -340,7 +342,8 @@ fn leases_leave_the_queue_on_every_ending() {
     let mut rng = Rng::seeded(6);
     let a = route(&r, &snap, Some("k1"), &fresh("a", 100), &[], T0, &mut rng);
     let mut b = route(&r, &snap, None, &fresh("b", 100), &[], T0, &mut rng);
-    let pending = || f.stats.iter().map(|s| s.ttft.pending()).sum::<usize>();
+    let t = r.policy.ttft().unwrap();
+    let pending = || f.stats.iter().map(|s| t.state(s).pending()).sum::<usize>();
     assert_eq!(pending(), 2);
     b.lease.first_byte(T0, true);
     b.lease.first_byte(T0, true);

@@ -13,6 +13,7 @@ use crate::cli::Args;
 use crate::error::BenchError;
 use crate::routing::SessionRouting;
 use crate::run::arrivals::ArrivalPattern;
+use crate::trace::{TraceConfig, TraceSource};
 use crate::workload::{EndpointType, WorkloadShape};
 
 /// What `records.jsonl` holds.
@@ -75,6 +76,8 @@ pub struct BenchConfig {
     pub export_level: ExportLevel,
     /// Progress output on.
     pub progress: bool,
+    /// Trace replay (`--input-file`) instead of the synthetic workload.
+    pub trace: Option<TraceConfig>,
 }
 
 fn secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -169,6 +172,7 @@ impl BenchConfig {
             .benchmark_duration
             .map(|d| positive("--benchmark-duration", d).map(Duration::from_secs_f64))
             .transpose()?;
+        let trace = trace_config(a)?;
         let num_sessions = match (a.num_sessions, duration) {
             (Some(0), _) => return Err(BenchError::config("--num-sessions", "must be at least 1")),
             (Some(n), _) if n > MAX_SESSIONS => {
@@ -211,7 +215,8 @@ impl BenchConfig {
             model: a.model.clone(),
             endpoint: a.endpoint_type,
             streaming: a.streaming,
-            num_sessions,
+            // A trace replays its own sessions (`--num-sessions` caps them in `trace`).
+            num_sessions: if trace.is_some() { None } else { num_sessions },
             concurrency: a.concurrency,
             request_rate,
             arrival_pattern: a.arrival_pattern,
@@ -235,9 +240,99 @@ impl BenchConfig {
             artifact_dir: a.artifact_dir.clone(),
             export_level,
             progress: !a.quiet,
+            trace,
         })
     }
 }
+
+/// The trace options, `None` without `--input-file`.
+fn trace_config(a: &Args) -> Result<Option<TraceConfig>, BenchError> {
+    let Some(path) = &a.input_file else {
+        for (given, flag) in [
+            (a.custom_dataset_type.is_some(), "--custom-dataset-type"),
+            (a.fixed_schedule, "--fixed-schedule"),
+            (a.replay_speedup.is_some(), "--replay-speedup"),
+            (a.ignore_trace_delays, "--ignore-trace-delays"),
+            (
+                a.prompt_input_tokens_block_size.is_some(),
+                "--prompt-input-tokens-block-size",
+            ),
+            (
+                a.trace_max_output_tokens.is_some(),
+                "--trace-max-output-tokens",
+            ),
+            (a.trace_session_sample.is_some(), "--trace-session-sample"),
+        ] {
+            if given {
+                return Err(BenchError::config(flag, "needs --input-file"));
+            }
+        }
+        return Ok(None);
+    };
+    let Some(format) = a.custom_dataset_type else {
+        return Err(BenchError::config(
+            "--custom-dataset-type",
+            "--input-file needs it: mooncake_trace or bailian_trace",
+        ));
+    };
+    let block_size = match a.prompt_input_tokens_block_size {
+        Some(0) => {
+            return Err(BenchError::config(
+                "--prompt-input-tokens-block-size",
+                "must be at least 1",
+            ));
+        }
+        Some(b) if b > MAX_BLOCK_SIZE => {
+            return Err(BenchError::config(
+                "--prompt-input-tokens-block-size",
+                format!("at most {MAX_BLOCK_SIZE}"),
+            ));
+        }
+        Some(b) => b,
+        None => format.default_block_size(),
+    };
+    let sample = match a.trace_session_sample {
+        Some(p) if !(p.is_finite() && p > 0.0 && p <= 1.0) => {
+            return Err(BenchError::config(
+                "--trace-session-sample",
+                format!("{p} must be in (0, 1]"),
+            ));
+        }
+        p => p,
+    };
+    if a.trace_max_output_tokens == Some(0) {
+        return Err(BenchError::config(
+            "--trace-max-output-tokens",
+            "must be at least 1",
+        ));
+    }
+    if a.num_sessions == Some(0) {
+        return Err(BenchError::config("--num-sessions", "must be at least 1"));
+    }
+    Ok(Some(TraceConfig {
+        source: TraceSource {
+            path: path.clone(),
+            format,
+            max_sessions: a.num_sessions,
+            sample,
+            seed: a.random_seed.unwrap_or(0),
+        },
+        block_size,
+        fixed_schedule: a.fixed_schedule,
+        speedup: a
+            .replay_speedup
+            .map(|s| positive("--replay-speedup", s))
+            .transpose()?
+            .unwrap_or(1.0),
+        ignore_delays: a.ignore_trace_delays,
+        max_output_tokens: a.trace_max_output_tokens,
+        default_output_tokens: non_negative("--output-tokens-mean", a.output_tokens_mean)?.round()
+            as u64,
+    }))
+}
+
+/// Largest `--prompt-input-tokens-block-size` (a block's text is built whole).
+pub const MAX_BLOCK_SIZE: u32 = 65_536;
 
 /// Parses `--extra-inputs`: `key:value` pairs (value as JSON when it parses, else a string) or
 /// whole JSON objects; later entries win.

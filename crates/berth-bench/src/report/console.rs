@@ -83,6 +83,15 @@ pub fn render(output: &RunOutput) -> String {
         s.cached_tokens,
         s.prompt_tokens
     );
+    if let Some(ideal) = s.ideal_cached_ratio {
+        let _ = writeln!(
+            out,
+            "  {:<26} {:>10} (one unbounded cache on the prompts as sent; cached / ideal {})",
+            "ideal cached ratio",
+            pct(Some(ideal)),
+            fmt_opt(s.cached_ratio.filter(|_| ideal > 0.0).map(|c| c / ideal), 2)
+        );
+    }
     let _ = writeln!(
         out,
         "  {:<26} {:>10} ({} of {} later turns)",

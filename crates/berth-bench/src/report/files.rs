@@ -95,6 +95,7 @@ pub fn csv(runs: &[(&str, &Summary)]) -> String {
         row("prompt_tokens", s.prompt_tokens.to_string());
         row("cached_tokens", s.cached_tokens.to_string());
         row("cached_ratio", opt(s.cached_ratio));
+        row("ideal_cached_ratio", opt(s.ideal_cached_ratio));
         row("stickiness", opt(s.stickiness.ratio));
         row("fleet_size", s.fleet_size.to_string());
         row("load_max_over_mean", opt(s.load_max_over_mean));

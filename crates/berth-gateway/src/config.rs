@@ -9,12 +9,21 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use crate::registry::{BreakerSettings, HealthSettings};
+pub use crate::request_body::BodyTimeouts;
+
 use crate::admission::AdmissionSettings;
 use crate::discovery::DiscoverySettings;
 use crate::error::GatewayError;
+use crate::pd::PdSettings;
 use crate::routing::{Router, RouterOptions};
 use crate::store::StoreSettings;
 use crate::tls::TlsSettings;
+use crate::upstream::WorkerAddr;
+
+/// The longest time any setting may name (100 years): deadlines are `now + setting`, and a
+/// larger value would overflow the clock instead of meaning "never".
+pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 /// Defaults shared by the CLI help, the docs and [`GatewayConfig::new`].
 pub mod defaults {
@@ -50,12 +59,9 @@ pub mod defaults {
     pub const PROMETHEUS_PORT: u16 = 29000;
     /// `--header-read-timeout-secs`.
     pub const HEADER_READ_TIMEOUT_SECS: u64 = 30;
-    /// `--sticky-store-timeout-ms`.
-    pub const STICKY_STORE_TIMEOUT_MS: u64 = 50;
-    /// `--sticky-store-sync-ms`.
-    pub const STICKY_STORE_SYNC_MS: u64 = 5000;
-    /// `--sticky-store-prefix`.
-    pub const STICKY_STORE_PREFIX: &str = "berth";
+    pub use crate::store::defaults::{
+        STICKY_STORE_PREFIX, STICKY_STORE_SYNC_MS, STICKY_STORE_TIMEOUT_MS,
+    };
     /// `--shutdown-grace-period-secs`.
     pub const SHUTDOWN_GRACE_PERIOD_SECS: u64 = 180;
     /// `--request-body-timeout-secs`.
@@ -76,30 +82,6 @@ impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Secret(***)")
     }
-}
-
-/// Per-worker circuit breaker settings.
-#[derive(Clone, Debug)]
-pub struct BreakerSettings {
-    /// Consecutive failures that open the breaker (`--cb-failure-threshold`).
-    pub failure_threshold: u32,
-    /// Successes in half-open that close it again (`--cb-success-threshold`).
-    pub success_threshold: u32,
-    /// How long it stays open before a half-open trial (`--cb-timeout-duration-secs`).
-    pub open_timeout: Duration,
-}
-
-/// Active health-check settings.
-#[derive(Clone, Debug)]
-pub struct HealthSettings {
-    /// Time between probes of each worker (`--health-check-interval-secs`).
-    pub interval: Duration,
-    /// Timeout of one probe (`--health-check-timeout-secs`).
-    pub timeout: Duration,
-    /// Consecutive failed probes that take a worker out (`--health-failure-threshold`).
-    pub failure_threshold: u32,
-    /// Consecutive good probes that bring it back (`--health-success-threshold`).
-    pub success_threshold: u32,
 }
 
 /// Everything the gateway needs to run.
@@ -148,18 +130,6 @@ pub struct GatewayConfig {
     pub discovery: Option<DiscoverySettings>,
     /// TLS: HTTPS towards clients and the trust and identity used with `https://` workers.
     pub tls: TlsSettings,
-}
-
-/// How long the gateway waits for a client's request body. Time spent here is the client's:
-/// it never counts against a worker (no breaker failure, no retry, no `upstream_timeout`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BodyTimeouts {
-    /// The whole body must have arrived this long after the request head
-    /// (`--request-body-timeout-secs`); `None`: no bound.
-    pub total: Option<Duration>,
-    /// No body byte for this long ends the request (`--request-body-idle-timeout-secs`);
-    /// `None`: no bound.
-    pub idle: Option<Duration>,
 }
 
 impl GatewayConfig {
@@ -211,7 +181,7 @@ impl GatewayConfig {
     pub fn validate(&self) -> Result<(), GatewayError> {
         let bad = |flag: &str, why: &str| Err(GatewayError::Config(format!("{flag}: {why}")));
         if let Some(pd) = &self.pd {
-            crate::pd::validate(pd, self)?;
+            self.validate_pd(pd)?;
             if self.discovery.is_some() {
                 return bad(
                     "--discovery-provider",
@@ -229,7 +199,7 @@ impl GatewayConfig {
         }
         self.tls.validate().map_err(GatewayError::Config)?;
         for url in &self.worker_urls {
-            crate::registry::WorkerAddr::parse(url)
+            WorkerAddr::parse(url)
                 .map_err(|e| GatewayError::Config(format!("--worker-urls: {e}")))?;
         }
         // The routing core validates its own options and names the flag.
@@ -277,6 +247,7 @@ impl GatewayConfig {
         if self.admin_api_key.as_ref().is_some_and(|k| k.0.is_empty()) {
             return bad("--admin-api-key", "must not be empty");
         }
+        self.validate_durations()?;
         let adm = &self.admission;
         if adm.max_concurrent == Some(0) {
             return bad(
@@ -290,11 +261,103 @@ impl GatewayConfig {
                 "must be a positive number of requests per second",
             );
         }
+        // One token must arrive within the longest wait the gateway can represent.
+        if adm
+            .rate
+            .is_some_and(|r| r < 1.0 / MAX_DURATION.as_secs_f64())
+        {
+            return bad(
+                "--rate-limit-tokens-per-second",
+                "too small: one request per 100 years is the least",
+            );
+        }
         if adm.enabled() && adm.queue_size > 0 && adm.queue_timeout.is_zero() {
             return bad(
                 "--queue-timeout-secs",
                 "must be at least 1 while requests may queue (or set --queue-size 0)",
             );
+        }
+        Ok(())
+    }
+
+    /// Refuses a PD configuration that cannot run, naming the flag.
+    fn validate_pd(&self, pd: &PdSettings) -> Result<(), GatewayError> {
+        let config = self;
+        let bad = |flag: &str, why: String| Err(GatewayError::Config(format!("{flag}: {why}")));
+        if pd.prefill.is_empty() {
+            return bad(
+                "--prefill",
+                "--pd-disaggregation needs at least one".to_owned(),
+            );
+        }
+        if config.worker_urls.is_empty() {
+            return bad(
+                "--decode",
+                "--pd-disaggregation needs at least one".to_owned(),
+            );
+        }
+        for p in &pd.prefill {
+            if let Err(e) = WorkerAddr::parse(&p.url) {
+                return bad("--prefill", e);
+            }
+        }
+        for url in &config.worker_urls {
+            if let Err(e) = WorkerAddr::parse(url) {
+                return bad("--decode", e);
+            }
+        }
+        Router::new(&pd.router_options(&config.router))
+            .map_err(|e| GatewayError::Config(format!("--prefill-policy: {e}")))?;
+        if config.sticky_store.is_some() {
+            return bad(
+                "--sticky-store",
+                "not supported with --pd-disaggregation yet (the prefill leg's pins would stay local)"
+                    .to_owned(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Refuses a time setting longer than [`MAX_DURATION`], naming its flag.
+    fn validate_durations(&self) -> Result<(), GatewayError> {
+        let secs = |s: u64| Some(Duration::from_secs(s));
+        let mut settings = vec![
+            ("--request-timeout-secs", Some(self.request_timeout)),
+            (
+                "--cb-timeout-duration-secs",
+                Some(self.breaker.open_timeout),
+            ),
+            ("--health-check-interval-secs", Some(self.health.interval)),
+            ("--health-check-timeout-secs", Some(self.health.timeout)),
+            (
+                "--worker-startup-timeout-secs",
+                Some(self.worker_startup_timeout),
+            ),
+            ("--shutdown-grace-period-secs", Some(self.shutdown_grace)),
+            ("--header-read-timeout-secs", self.header_read_timeout),
+            ("--request-body-timeout-secs", self.body_timeouts.total),
+            ("--request-body-idle-timeout-secs", self.body_timeouts.idle),
+            ("--queue-timeout-secs", Some(self.admission.queue_timeout)),
+            ("--max-idle-secs", secs(self.router.max_idle_secs)),
+            (
+                "--eviction-interval-secs",
+                secs(self.router.eviction_interval_secs),
+            ),
+        ];
+        if let Some(store) = &self.sticky_store {
+            settings.push(("--sticky-store-timeout-ms", Some(store.timeout)));
+            settings.push(("--sticky-store-sync-ms", Some(store.sync_every)));
+        }
+        if let Some(d) = &self.discovery {
+            settings.push(("--discovery-check-interval-secs", Some(d.check_interval)));
+        }
+        for (flag, value) in settings {
+            if value.is_some_and(|v| v > MAX_DURATION) {
+                return Err(GatewayError::Config(format!(
+                    "{flag}: too large: {} seconds (100 years) is the most",
+                    MAX_DURATION.as_secs()
+                )));
+            }
         }
         Ok(())
     }

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 
-use crate::body::ResBody;
+use crate::body::{Completion, ResBody};
 
 /// The event dialect of a server-sent event stream (for the gateway's closing error event).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -112,7 +112,7 @@ pub enum GatewayError {
     /// Admission control turned the request away (`--max-concurrent-requests`, `--queue-size`,
     /// `--queue-timeout-secs`, `--rate-limit-tokens-per-second`).
     #[error("{0}")]
-    Overloaded(crate::admission::Rejection),
+    Overloaded(Rejection),
     /// `DELETE /sticky/{key}` could not reach the shared pin store (the local pin was dropped).
     #[error("the sticky store is unavailable: the local pin was dropped, the shared one was not")]
     StoreUnavailable,
@@ -285,8 +285,8 @@ impl GatewayError {
             Self::NoAvailableWorkers => ErrorCode::NoAvailableWorkers,
             Self::StoreUnavailable => ErrorCode::StickyStoreUnavailable,
             Self::Overloaded(r) => match r.kind {
-                crate::admission::RejectionKind::QueueFull => ErrorCode::QueueFull,
-                crate::admission::RejectionKind::QueueTimeout => ErrorCode::QueueTimeout,
+                RejectionKind::QueueFull => ErrorCode::QueueFull,
+                RejectionKind::QueueTimeout => ErrorCode::QueueTimeout,
             },
             Self::Config(_) | Self::Startup(_) | Self::Io(_) => ErrorCode::Internal,
         }
@@ -338,7 +338,7 @@ impl GatewayError {
     }
 
     /// The HTTP response for this error: the only place a gateway error becomes HTTP.
-    pub fn to_response(&self) -> Response<ResBody> {
+    pub fn to_response<G: Completion>(&self) -> Response<ResBody<G>> {
         let code = self.code();
         let body = self.body();
         let mut resp = Response::new(ResBody::full(Bytes::from(body.to_string())));
@@ -362,6 +362,70 @@ impl GatewayError {
     }
 }
 
+// Admission control's refusal (re-exported by `admission`): defined here so the one mapping
+// to HTTP needs nothing above it.
+
+/// Why a request was turned away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectionKind {
+    /// No permit free and the queue full (or `--queue-size 0`).
+    QueueFull,
+    /// Waited `--queue-timeout-secs` without a permit.
+    QueueTimeout,
+}
+
+impl RejectionKind {
+    /// The `reason` label and the error code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::QueueFull => "queue_full",
+            Self::QueueTimeout => "queue_timeout",
+        }
+    }
+}
+
+/// A 429 from admission control, with what the message and `Retry-After` need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rejection {
+    /// Full or timed out.
+    pub kind: RejectionKind,
+    /// Seconds after which a retry may be admitted (at least 1).
+    pub retry_after_secs: u64,
+    pub(crate) max_concurrent: Option<u32>,
+    pub(crate) queue_size: usize,
+    pub(crate) queue_timeout: std::time::Duration,
+    pub(crate) rate: Option<f64>,
+}
+
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let limits = match (self.max_concurrent, self.rate) {
+            (Some(max), Some(rate)) => format!(
+                "{max} requests in progress (--max-concurrent-requests) or {rate}/s admitted \
+                 (--rate-limit-tokens-per-second)"
+            ),
+            (Some(max), None) => format!("{max} requests in progress (--max-concurrent-requests)"),
+            (None, Some(rate)) => format!("{rate}/s admitted (--rate-limit-tokens-per-second)"),
+            (None, None) => "its limits".to_owned(),
+        };
+        match self.kind {
+            RejectionKind::QueueFull => write!(
+                f,
+                "the gateway is at {limits} and its queue is full ({} waiting, --queue-size); \
+                 retry after {} s",
+                self.queue_size, self.retry_after_secs
+            ),
+            RejectionKind::QueueTimeout => write!(
+                f,
+                "the gateway is at {limits} and the request waited {} s in its queue \
+                 (--queue-timeout-secs); retry after {} s",
+                self.queue_timeout.as_secs(),
+                self.retry_after_secs
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,7 +446,7 @@ mod tests {
             GatewayError::NoAvailableWorkers,
             GatewayError::UpstreamTimeout("w".into()),
             GatewayError::Overloaded(crate::admission::Rejection {
-                kind: crate::admission::RejectionKind::QueueTimeout,
+                kind: RejectionKind::QueueTimeout,
                 retry_after_secs: 3,
                 max_concurrent: Some(1),
                 queue_size: 1,
@@ -392,7 +456,7 @@ mod tests {
         ];
         let expected = [400, 400, 401, 404, 413, 408, 502, 503, 504, 429];
         for (e, status) in errs.iter().zip(expected) {
-            let r = e.to_response();
+            let r = e.to_response::<crate::proxy::RequestGuard>();
             assert_eq!(r.status().as_u16(), status);
             let code = r
                 .headers()

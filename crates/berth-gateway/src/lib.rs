@@ -1,27 +1,29 @@
 //! berth's gateway: `berth serve`, a session-affinity HTTP gateway for LLM inference workers,
 //! drop-in for the SGLang Model Gateway (same flags, headers, metrics and error codes).
 //!
-//! Layout:
-//! - [`cli`]: flags with SMG's names, `--config FILE`, the process entry point.
-//! - [`config`]: the typed, validated [`GatewayConfig`].
-//! - [`server`]: [`Gateway::builder`] / [`GatewayHandle`] / [`serve`]: listeners, connections,
-//!   graceful shutdown, the Prometheus listener.
-//! - `service.rs`: method/path dispatch and inbound auth; `request_id.rs`: `x-request-id` on
-//!   every response; `admin/`: the routes the gateway answers itself (health, `/v1/models`,
-//!   `/workers`, SMG's info, legacy and fan-out routes) and their route table.
-//! - `proxy/`: the request path (body path, routing decision, forwarding, retries, streaming).
-//! - `registry/`: workers, health checks, circuit breakers, the lock-free worker view.
-//! - [`admission`]: `--max-concurrent-requests`, the admission queue, the rate bucket.
+//! Layout, lowest layer first (docs/architecture.md has the import rules; `tests/layers.rs`
+//! keeps them):
+//! - [`clock`], `rng.rs`, [`body`] (a response body generic over a completion guard),
+//!   [`model_scan`] (finding a streamed body's top-level `model` without buffering it).
 //! - [`error`]: the one error enum and its one mapping to HTTP.
-//! - [`metrics`]: Prometheus metrics with SMG's names.
-//! - [`model_scan`]: finding a streamed body's top-level `model` without buffering it.
-//! - `body.rs`, `upstream.rs`, `pool.rs`: response and request bodies, the worker connections
-//!   of each IO loop, the client for probes.
-//! - `eviction.rs`: the periodic pin sweep; [`clock`]: monotonic time for the routing core.
-//! - `discovery/`: service discovery (`--discovery-provider file`): a manifest of workers,
-//!   reconciled into the registry.
-//! - `tls/`: rustls: HTTPS towards clients, `https://` workers (CA, mTLS).
-//! - `store/`: the shared pin store (`--sticky-store redis://...`) and `/sticky/{key}`.
+//! - `tls/`: rustls: HTTPS towards clients, `https://` workers (CA, mTLS);
+//!   `request_body/`: the client's body (read-ahead, deadlines, the `model` lookahead).
+//! - `upstream/`: worker addresses, connections, the per-IO-loop pool, the replayable request
+//!   body, and the one upstream attempt both dispatchers call.
+//! - `registry/`: workers, health checks, circuit breakers, the lock-free worker view.
+//! - [`admission`] (`--max-concurrent-requests`, the queue, the rate bucket), [`pd`] (the
+//!   prefill leg), `store/` (the shared pin store, `--sticky-store`), `discovery/`
+//!   (`--discovery-provider file`).
+//! - [`metrics`] (Prometheus metrics with SMG's names), [`config`] (the typed, validated
+//!   [`GatewayConfig`]).
+//! - `state.rs`: what every request handler shares.
+//! - `proxy/`: the request path (inspect, route, dispatch, respond); `eviction.rs`: the pin
+//!   sweep.
+//! - `admin/`: the routes the gateway answers itself and their route table; `request_id.rs`.
+//! - `service.rs`: method/path dispatch and inbound auth.
+//! - [`server`]: [`Gateway::builder`] / [`GatewayHandle`] / [`serve`]: listeners,
+//!   connections, graceful shutdown, the Prometheus listener.
+//! - [`cli`]: flags with SMG's names, `--config FILE`, the process entry point.
 //!
 //! Routing itself (keys, pins, policies, breaker and health state machines) is the routing
 //! core's; this crate does IO around it and never decides placement itself.
@@ -40,11 +42,11 @@ pub mod server;
 mod admin;
 mod discovery;
 mod eviction;
-mod pool;
 mod proxy;
 mod registry;
 mod request_body;
 mod request_id;
+mod rng;
 mod service;
 mod state;
 mod store;
@@ -61,7 +63,7 @@ pub use config::GatewayConfig;
 pub use discovery::{DiscoveryProvider, DiscoverySettings};
 pub use error::GatewayError;
 pub use pd::{PdSettings, PrefillUrl};
-pub use registry::WorkerAddr;
 pub use server::{Gateway, GatewayBuilder, GatewayHandle, serve};
 pub use store::StoreSettings;
 pub use tls::TlsSettings;
+pub use upstream::WorkerAddr;

@@ -20,6 +20,7 @@ use crate::discovery::DiscoveryMetrics;
 use crate::registry::View;
 use crate::routing::RouterStats;
 use crate::store::StoreMetrics;
+use crate::upstream::UpstreamMetrics;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct BranchLabels {
@@ -63,10 +64,6 @@ pub(crate) struct RequestLabels {
     pub(crate) streaming: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct StatusLabels {
-    pub(crate) status_code: u16,
-}
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ResponseLabels {
     pub(crate) status_code: u16,
     pub(crate) error_code: &'static str,
@@ -86,13 +83,13 @@ pub struct Metrics {
     pub(crate) requests: Family<RequestLabels, Counter>,
     pub(crate) duration: Histogram,
     pub(crate) ttft: Histogram,
-    pub(crate) upstream_status: Family<StatusLabels, Counter>,
+    /// The upstream attempt's counters (status codes, stale-connection re-sends).
+    pub(crate) upstream: UpstreamMetrics,
     responses: Family<ResponseLabels, Counter>,
     /// `responses{status_code="200",error_code="none"}`, resolved once: the request path's
     /// common case skips the family's lookup.
     responses_ok: Counter,
     pub(crate) retries: Counter,
-    pub(crate) stale_resends: Counter,
     pub(crate) stream_errors: Counter,
     worker_active: Family<WorkerLabels, Gauge>,
     worker_cb_state: Family<WorkerLabels, Gauge>,
@@ -131,11 +128,10 @@ impl Metrics {
             requests: Family::default(),
             duration: hist(),
             ttft: hist(),
-            upstream_status: Family::default(),
+            upstream: UpstreamMetrics::default(),
             responses: Family::default(),
             responses_ok: Counter::default(),
             retries: Counter::default(),
-            stale_resends: Counter::default(),
             stream_errors: Counter::default(),
             worker_active: Family::default(),
             worker_cb_state: Family::default(),
@@ -208,7 +204,7 @@ impl Metrics {
         registry.register(
             "smg_router_upstream_responses",
             "Worker responses by status code",
-            m.upstream_status.clone(),
+            m.upstream.status.clone(),
         );
         registry.register(
             "smg_http_responses",
@@ -224,7 +220,7 @@ impl Metrics {
         registry.register(
             "smg_router_stale_connection_resends",
             "Requests re-sent on a fresh connection to the same worker after a reused connection closed before answering",
-            m.stale_resends.clone(),
+            m.upstream.stale_resends.clone(),
         );
         registry.register(
             "smg_router_upstream_stream_errors",

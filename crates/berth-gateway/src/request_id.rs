@@ -10,7 +10,7 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue, Response};
 
-use crate::state::with_rng;
+use crate::rng::with_rng;
 
 /// The response header.
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");

@@ -29,10 +29,10 @@ use crate::clock::Clock;
 use crate::config::GatewayConfig;
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
-use crate::pool::Pool;
 use crate::registry::{self, Registry};
 use crate::routing::Router;
 use crate::state::{AppState, IoCtx};
+use crate::upstream::Pool;
 use crate::{eviction, service, upstream};
 
 /// Entry point for embedding the gateway.
@@ -96,8 +96,17 @@ impl GatewayBuilder {
             clock.clone(),
         ));
         let starting = registry::register_startup(&registry, &config.worker_urls)?;
-        let (pd, pd_starting) = match crate::pd::PdLegs::new(&config, clock.clone())? {
-            Some((legs, starting)) => (Some(legs), starting),
+        let (pd, pd_starting) = match &config.pd {
+            Some(pd) => {
+                let (legs, starting) = crate::pd::PdLegs::new(
+                    pd,
+                    &config.router,
+                    config.breaker.clone(),
+                    config.health.clone(),
+                    clock.clone(),
+                )?;
+                (Some(legs), starting)
+            }
             None => (None, Vec::new()),
         };
         let metrics = Arc::new(Metrics::new());
@@ -133,7 +142,13 @@ impl GatewayBuilder {
         let mut background = JoinSet::new();
         crate::store::start(&state, &mut background).await;
         if let Some(d) = state.config.discovery.clone() {
-            background.spawn(crate::discovery::run(state.clone(), d));
+            let fleet = crate::discovery::Fleet {
+                registry: state.registry.clone(),
+                client: state.client.clone(),
+                probe_timeout: state.config.health.timeout,
+                metrics: state.metrics.discovery.clone(),
+            };
+            background.spawn(crate::discovery::run(fleet, d));
         }
         if let Some(l) = metrics_listener {
             background.spawn(serve_metrics(l, state.clone(), stop_rx.clone()));
@@ -171,7 +186,15 @@ impl GatewayBuilder {
         );
         let mut health = vec![health];
         if let Some(pd) = &state.pd {
-            health.push(pd.start_health(&state.config, &client, pd_starting).await);
+            health.push(
+                pd.start_health(
+                    &state.config.health,
+                    state.config.worker_startup_timeout,
+                    &client,
+                    pd_starting,
+                )
+                .await,
+            );
         }
         let _ = health_tx.send(health);
         Ok(GatewayHandle {
@@ -422,7 +445,7 @@ async fn serve_metrics(
                         let state = state.clone();
                         async move {
                             let text = state.render_metrics();
-                            let mut resp = http::Response::new(crate::body::ResBody::full(text));
+                            let mut resp = http::Response::new(crate::proxy::Body::full(text));
                             resp.headers_mut().insert(
                                 http::header::CONTENT_TYPE,
                                 http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),

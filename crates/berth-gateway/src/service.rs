@@ -9,25 +9,23 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use http::{HeaderMap, Method, Request, Response, header};
+use http::{Method, Request, Response};
 use hyper::body::Incoming;
 
-use crate::admin;
+use crate::admin::{self, authorized};
 use crate::admission;
-use crate::body::{self, ResBody};
-use crate::config::Secret;
 use crate::error::{GatewayError, SseStyle};
-use crate::proxy::{Endpoint, proxy};
+use crate::proxy::{self, Body, Endpoint};
 use crate::request_body::ClientBody;
 use crate::request_id;
-use crate::state::{AppState, IoCtx};
+use crate::state::IoCtx;
 
 /// Serves one request. Never fails: every error is a response. Every response carries an
 /// `x-request-id` (the client's own, or a fresh one).
 pub(crate) async fn handle(
     io: Arc<IoCtx>,
     req: Request<Incoming>,
-) -> Result<Response<ResBody>, Infallible> {
+) -> Result<Response<Body>, Infallible> {
     let id = request_id::for_request(req.headers(), req.uri().path());
     let state = io.state.clone();
     let mut resp = dispatch(io, req).await;
@@ -36,7 +34,7 @@ pub(crate) async fn handle(
     Ok(resp)
 }
 
-async fn dispatch(io: Arc<IoCtx>, req: Request<Incoming>) -> Response<ResBody> {
+async fn dispatch(io: Arc<IoCtx>, req: Request<Incoming>) -> Response<Body> {
     let state = &io.state;
     if let Some(endpoint) = Endpoint::from_path(req.uri().path()) {
         if req.method() != Method::POST {
@@ -57,45 +55,17 @@ async fn dispatch(io: Arc<IoCtx>, req: Request<Incoming>) -> Response<ResBody> {
                 }
             },
         };
-        let mut resp = proxy(state, &io.pool, endpoint, Request::from_parts(parts, body)).await;
+        let mut resp =
+            proxy::proxy(state, &io.pool, endpoint, Request::from_parts(parts, body)).await;
         if let Some(permit) = permit {
-            body::hold_permit(&mut resp, permit);
+            proxy::hold_permit(&mut resp, permit);
         }
         if endpoint == Endpoint::Messages {
-            body::set_sse_style(&mut resp, SseStyle::Anthropic);
+            proxy::set_sse_style(&mut resp, SseStyle::Anthropic);
         }
         return resp;
     }
     admin::serve(state, req)
         .await
         .unwrap_or_else(|e| e.to_response())
-}
-
-/// The key the admin routes need: `--admin-api-key`, else `--api-key` (the admin API is never open
-/// while generation is guarded).
-pub(crate) fn admin_key(state: &AppState) -> Option<&Secret> {
-    state
-        .config
-        .admin_api_key
-        .as_ref()
-        .or(state.config.api_key.as_ref())
-}
-
-/// `Authorization: Bearer <key>` matches `key` (or no key is configured).
-pub(crate) fn authorized(headers: &HeaderMap, key: Option<&Secret>) -> bool {
-    let Some(key) = key else { return true };
-    let Some(given) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
-    else {
-        return false;
-    };
-    constant_time_eq(given, key.0.as_bytes())
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -1,18 +1,15 @@
 //! What every request handler shares.
 
-use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::admission::Admission;
 use crate::clock::Clock;
 use crate::config::GatewayConfig;
 use crate::metrics::Metrics;
-use crate::pool::Pool;
 use crate::registry::Registry;
-use crate::routing::{Rng, Router};
+use crate::routing::Router;
 use crate::store::Store;
-use crate::upstream::HttpClient;
+use crate::upstream::{HttpClient, Pool};
 
 /// The gateway's shared state: configuration, routing, workers, client, metrics.
 pub(crate) struct AppState {
@@ -71,24 +68,20 @@ impl std::fmt::Debug for AppState {
     }
 }
 
-/// A seed that differs per call (time and a counter), for per-thread generators.
-pub(crate) fn fresh_seed() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    nanos
-        ^ COUNTER
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
+impl crate::store::PinHost for AppState {
+    fn router(&self) -> &Router {
+        &self.router
+    }
 
-thread_local! {
-    static RNG: RefCell<Rng> = RefCell::new(Rng::seeded(fresh_seed()));
-}
+    fn view(&self) -> Arc<crate::registry::View> {
+        self.registry.view()
+    }
 
-/// Runs `f` with this thread's generator (routing is synchronous, so no await inside).
-pub(crate) fn with_rng<T>(f: impl FnOnce(&mut Rng) -> T) -> T {
-    RNG.with_borrow_mut(f)
+    fn now(&self) -> std::time::Duration {
+        self.clock.now()
+    }
+
+    fn store(&self) -> Option<&Arc<Store>> {
+        self.store.as_ref()
+    }
 }

@@ -25,6 +25,38 @@ fn refused(argv: &[&str]) -> String {
     GatewayConfig::from_args(&args).unwrap_err().to_string()
 }
 
+/// Values the flags accept but the clock cannot represent are refused at start, naming the flag
+/// (they used to pass validation and panic later: `Instant + Duration` overflow,
+/// `Duration::from_secs_f64` of an unrepresentable wait).
+#[test]
+fn times_the_clock_cannot_represent_are_refused_naming_the_flag() {
+    let w = ["--worker-urls", "http://127.0.0.1:1"];
+    let huge = u64::MAX.to_string();
+    for flag in [
+        "--request-timeout-secs",
+        "--cb-timeout-duration-secs",
+        "--health-check-interval-secs",
+        "--health-check-timeout-secs",
+        "--worker-startup-timeout-secs",
+        "--shutdown-grace-period-secs",
+        "--header-read-timeout-secs",
+        "--request-body-timeout-secs",
+        "--request-body-idle-timeout-secs",
+        "--queue-timeout-secs",
+        "--eviction-interval-secs",
+    ] {
+        let argv = [w[0], w[1], flag, huge.as_str()];
+        let msg = refused(&argv);
+        assert!(msg.contains(flag), "{argv:?}: {msg}");
+    }
+    let tiny_rate = [w[0], w[1], "--rate-limit-tokens-per-second", "1e-300"];
+    assert!(refused(&tiny_rate).contains("--rate-limit-tokens-per-second"));
+    // the largest accepted values still start
+    let year = (100 * 365 * 86_400u64).to_string();
+    let ok = parse(&[w[0], w[1], "--request-timeout-secs", year.as_str()]);
+    GatewayConfig::from_args(&ok.resolve().unwrap()).unwrap();
+}
+
 #[test]
 fn every_flag_and_alias_is_in_the_docs() {
     let doc = std::fs::read_to_string(concat!(

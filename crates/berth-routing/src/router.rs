@@ -2,240 +2,25 @@
 //!
 //! `route` is the whole decision and has no IO: the caller passes the request's facts, the
 //! current worker snapshot, the time and a random generator. The pinned path lives in
-//! `sticky.rs`; this file holds the public request/decision types and the keyless paths.
+//! `sticky.rs` and the request/decision types in `decision.rs`; this file holds the keyless
+//! paths and hands keyed requests to the pinned path.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::key::{HeaderSource, RoutingKey};
-use crate::options::{Stickiness, Validated};
+use crate::assign::AssignmentMode;
+use crate::decision::{
+    BodyPath, Branch, Decision, Lease, Leg, RouteRequest, RouterStats, SweepStep, secs,
+};
+use crate::error::Error;
+use crate::key::HeaderSource;
+use crate::options::{RouterOptions, Stickiness, Validated};
 use crate::pin::{EvictionReason, PinTable};
-use crate::policy::ttft::cost::FleetCost;
 use crate::policy::{PickRequest, Policy, PolicyKind, policy_uses_routing_key};
-use crate::{AssignmentMode, Error, Rng, RouterOptions, WorkerId, WorkerSnapshot, WorkerStats};
-
-/// Which leg of a request a decision is for; prefill and decode pins are independent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Leg {
-    /// A regular (non-disaggregated) request.
-    #[default]
-    Regular,
-    /// The prefill leg in prefill/decode mode.
-    Prefill,
-    /// The decode leg in prefill/decode mode.
-    Decode,
-}
-
-/// The branch a pinned decision took (the `branch` label of `smg_manual_policy_branch_total`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Branch {
-    /// A remembered worker was available and took the request.
-    OccupiedHit,
-    /// The key was known but none of its workers was available: placed again.
-    OccupiedMiss,
-    /// A new key: placed and pinned.
-    Vacant,
-    /// The key hit the in-flight threshold on its worker: placed again.
-    CapRespill,
-    /// The request had no key: the policy placed it, nothing was pinned.
-    NoRoutingId,
-    /// No worker was available.
-    NoHealthyWorkers,
-    /// `ttft_aware` moved the key: staying was predicted clearly slower than recomputing the
-    /// prompt on another worker.
-    TtftMove,
-}
-
-impl Branch {
-    /// Every branch, for metric initialisation.
-    pub const ALL: [Self; 7] = [
-        Self::OccupiedHit,
-        Self::OccupiedMiss,
-        Self::Vacant,
-        Self::CapRespill,
-        Self::NoRoutingId,
-        Self::NoHealthyWorkers,
-        Self::TtftMove,
-    ];
-
-    /// The metric label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OccupiedHit => "occupied_hit",
-            Self::OccupiedMiss => "occupied_miss",
-            Self::Vacant => "vacant",
-            Self::CapRespill => "cap_respill",
-            Self::NoRoutingId => "no_routing_id",
-            Self::NoHealthyWorkers => "no_healthy_workers",
-            Self::TtftMove => "ttft_move",
-        }
-    }
-}
-
-/// The facts of one request that routing may use.
-#[derive(Clone, Copy)]
-pub struct RouteRequest<'a> {
-    /// The body `rid`, if the caller read the body and found one (for rerank, the first id).
-    pub rid: Option<&'a str>,
-    /// The request headers.
-    pub headers: &'a dyn HeaderSource,
-    /// The model the request names (or the fleet's only model).
-    pub model: Option<&'a str>,
-    /// The leg.
-    pub leg: Leg,
-    /// Request text for `cache_aware`, when the body was read.
-    pub text: Option<&'a str>,
-    /// Routing-token hint for `cache_aware`, when valid.
-    pub tokens: Option<&'a [u32]>,
-    /// Workers already tried for this request (retries): treated as unavailable.
-    pub exclude: &'a [WorkerId],
-    /// Whether the response will be a stream (the body's `stream`), when the body was read;
-    /// `ttft_aware` counts a streamed request as queued prefill until its first byte.
-    pub stream: Option<bool>,
-}
-
-impl std::fmt::Debug for RouteRequest<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RouteRequest")
-            .field("rid", &self.rid)
-            .field("model", &self.model)
-            .field("leg", &self.leg)
-            .field("exclude", &self.exclude)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Where a request goes, and why.
-#[derive(Debug)]
-pub struct Decision {
-    /// The chosen worker.
-    pub worker: WorkerId,
-    /// The pinned-path branch; `None` when the router keeps no pins.
-    pub branch: Option<Branch>,
-    /// The derived key, if any.
-    pub key: Option<RoutingKey>,
-    /// Holds the request's in-flight counts; drop it when the response ends.
-    pub lease: Lease,
-}
-
-/// A request's claim on a worker's (and its key's) in-flight counts, released on drop.
-#[derive(Debug)]
-pub struct Lease {
-    worker: WorkerId,
-    stats: Option<Arc<WorkerStats>>,
-    pin: Option<(Arc<PinTable>, u128)>,
-    /// `ttft_aware`: the request's entry in the worker's prefill queue, and the fleet's pooled
-    /// cost model its first byte also teaches.
-    prefill: Option<(u64, Arc<FleetCost>)>,
-}
-
-impl Lease {
-    pub(crate) fn new(
-        worker: WorkerId,
-        snap: &WorkerSnapshot,
-        pin: Option<(Arc<PinTable>, u128)>,
-    ) -> Self {
-        let stats = snap.stats(worker).cloned();
-        if let Some(s) = &stats {
-            s.begin();
-        }
-        Self {
-            worker,
-            stats,
-            pin,
-            prefill: None,
-        }
-    }
-
-    /// Attaches the request's `ttft_aware` prefill-queue entry.
-    pub(crate) fn with_prefill(mut self, id: Option<u64>, fleet: &Arc<FleetCost>) -> Self {
-        self.prefill = id.map(|id| (id, fleet.clone()));
-        self
-    }
-
-    /// The worker this lease counts against.
-    pub fn worker(&self) -> WorkerId {
-        self.worker
-    }
-
-    /// The response's first byte reached the gateway at `now` (same epoch as `route`'s): under
-    /// `ttft_aware` the request leaves its worker's prefill queue, and when `streamed` (the
-    /// response is a stream, so the byte is the first token) its time to first byte teaches
-    /// the worker's cost model. Calls after the first do nothing.
-    pub fn first_byte(&mut self, now: Duration, streamed: bool) {
-        if let (Some((id, fleet)), Some(s)) = (self.prefill.take(), &self.stats) {
-            s.ttft
-                .first_byte(id, now.as_secs_f64() * 1000.0, streamed, &fleet);
-        }
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        if let Some(s) = &self.stats {
-            if let Some((id, _)) = self.prefill.take() {
-                s.ttft.end(id);
-            }
-            s.end();
-        }
-        if let Some((table, key)) = &self.pin {
-            table.release(*key, self.worker);
-        }
-    }
-}
-
-/// Whether the gateway must buffer a request body, and the `reason` label for
-/// `smg_router_request_body_path_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyPath {
-    /// Read the whole body before routing.
-    Buffered(&'static str),
-    /// Stream the body to the worker unread.
-    Streamed(&'static str),
-}
-
-impl BodyPath {
-    /// The `path` label value.
-    pub fn path(self) -> &'static str {
-        match self {
-            Self::Buffered(_) => "buffered",
-            Self::Streamed(_) => "streamed",
-        }
-    }
-
-    /// The `reason` label value.
-    pub fn reason(self) -> &'static str {
-        match self {
-            Self::Buffered(r) | Self::Streamed(r) => r,
-        }
-    }
-}
-
-/// The outcome of one step of the idle sweep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SweepStep {
-    /// Pins removed as idle in this step.
-    pub removed_idle: usize,
-    /// Whether this step completed a pass over the whole table.
-    pub finished: bool,
-}
-
-/// Counters the gateway exports.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RouterStats {
-    /// Pins in the table (`smg_manual_policy_cache_entries`).
-    pub pins: usize,
-    /// Pins removed as idle.
-    pub evicted_idle: u64,
-    /// Pins removed at the `--max-sticky-keys` bound.
-    pub evicted_capacity: u64,
-    /// Remembered workers dropped because they left the fleet.
-    pub evicted_worker_removed: u64,
-    /// `ttft_aware`: the fleet's pooled cost model (what a worker without samples predicts
-    /// with); `None` under other policies.
-    pub ttft_fleet: Option<crate::CostModel>,
-}
+use crate::rng::Rng;
+use crate::sticky::{Pinned, scoped_key};
+use crate::worker::{WorkerId, WorkerSnapshot};
 
 /// The routing decision maker. Shared by every request (`&self`), cheap to call.
 #[derive(Debug)]
@@ -346,7 +131,7 @@ impl Router {
         };
         let model = snap.only_model().map(|m| &**m);
         let cands = snap.candidates(model);
-        let scoped = crate::sticky::scoped_key(&key.key, model, Leg::Regular);
+        let scoped = scoped_key(&key.key, model, Leg::Regular);
         let pinned = {
             let mut shard = self.pins.lock(scoped);
             let Some(e) = shard.get_mut(scoped) else {
@@ -425,7 +210,12 @@ impl Router {
             });
         }
         match key {
-            Some(key) => self.route_pinned(req, text, key, snap, &cands, now, rng),
+            Some(key) => Pinned {
+                cfg: &self.cfg,
+                policy: &self.policy,
+                pins: &self.pins,
+            }
+            .route(req, text, key, snap, &cands, now, rng),
             None => Err(Error::NoAvailableWorkers),
         }
     }
@@ -457,10 +247,6 @@ impl Router {
             ttft_fleet: self.policy.ttft().map(|t| t.fleet().model()),
         }
     }
-}
-
-pub(crate) fn secs(now: Duration) -> u32 {
-    u32::try_from(now.as_secs()).unwrap_or(u32::MAX)
 }
 
 fn tokens_as_bytes(tokens: &[u32]) -> Vec<u8> {

@@ -9,11 +9,12 @@
 //! them is on the sticky-hit path.
 
 use crate::WorkerSnapshot;
+use crate::decision::{Leg, secs};
 use crate::options::Stickiness;
 use crate::pin::PinTable;
+use crate::pin::set_workers;
 use crate::pin::slots::{Entry, NONE};
-use crate::router::{Leg, secs};
-use crate::sticky::{scoped_key, set_workers};
+use crate::sticky::scoped_key;
 use crate::{Router, WorkerId};
 
 impl Router {

@@ -7,13 +7,18 @@
 
 use xxhash_rust::xxh3::xxh3_128;
 
+use std::sync::Arc;
+
+use crate::assign::AssignmentMode;
+use crate::decision::{Branch, Decision, Lease, Leg, RouteRequest, secs};
+use crate::error::Error;
 use crate::key::RoutingKey;
-use crate::options::Stickiness;
-use crate::pin::slots::{Entry, NONE, Orphans};
-use crate::pin::{EvictionReason, PinTable};
-use crate::policy::PickRequest;
-use crate::router::{Branch, Decision, Lease, Leg, secs};
-use crate::{AssignmentMode, Error, Rng, RouteRequest, Router, WorkerId, WorkerSnapshot};
+use crate::options::{Stickiness, Validated};
+use crate::pin::slots::{Entry, NONE};
+use crate::pin::{EvictionReason, PinTable, bump, forget_removed, set_workers};
+use crate::policy::{PickRequest, Policy};
+use crate::rng::Rng;
+use crate::worker::{WorkerId, WorkerSnapshot};
 
 /// Hashes the scoped key: (stickiness scope, leg, model, key). The manual map is not scoped
 /// by model; the override's pins are.
@@ -36,9 +41,17 @@ pub(crate) fn scoped_key(key: &str, model: Option<&str>, leg: Leg) -> u128 {
     xxh3_128(buf) | 1
 }
 
-impl Router {
+/// What the pinned path reads of the router: its settings, its policy and its pins.
+pub(crate) struct Pinned<'a> {
+    pub(crate) cfg: &'a Validated,
+    pub(crate) policy: &'a Policy,
+    pub(crate) pins: &'a Arc<PinTable>,
+}
+
+impl Pinned<'_> {
+    /// The decision for a request with a routing key.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn route_pinned(
+    pub(crate) fn route(
         &self,
         req: &RouteRequest<'_>,
         text: Option<&[u8]>,
@@ -74,7 +87,7 @@ impl Router {
         let place = |rng: &mut Rng| {
             let placed = match (ttft, &eval, self.cfg.mode) {
                 (Some(t), Some(e), AssignmentMode::Delegate) => t.place(e, rng),
-                _ => self.cfg.mode.pick(&self.policy, &pick, snap, cands, rng),
+                _ => self.cfg.mode.pick(self.policy, &pick, snap, cands, rng),
             };
             placed.ok_or(Error::NoAvailableWorkers)
         };
@@ -192,71 +205,6 @@ impl Router {
             lease,
         })
     }
-}
-
-/// Counts one more request of the key on `w`, if `w` is remembered.
-fn bump(e: &mut Entry, w: WorkerId) {
-    if let Some(j) = e.slot_of(w.0) {
-        e.in_flight[j] = e.in_flight[j].saturating_add(1);
-    }
-}
-
-/// Replaces the remembered workers, keeping the per-worker pinned-key counts right. Each
-/// worker's in-flight count follows it: a dropped worker's goes to `orphans`, a worker
-/// remembered again takes its count back from there.
-pub(crate) fn set_workers(
-    e: &mut Entry,
-    workers: [u32; 2],
-    orphans: &mut Orphans,
-    snap: &WorkerSnapshot,
-) {
-    let mut in_flight = [0; 2];
-    for j in 0..2 {
-        in_flight[j] = match e.slot_of(workers[j]) {
-            Some(k) => e.in_flight[k],
-            None => orphans.take(e.key, workers[j]),
-        };
-    }
-    for k in 0..2 {
-        if !workers.contains(&e.workers[k]) {
-            orphans.stash(e.key, e.workers[k], e.in_flight[k]);
-        }
-    }
-    let (old, new) = (e.workers[0], workers[0]);
-    if old != new {
-        if let Some(s) = (old != NONE).then(|| snap.stats(WorkerId(old))).flatten() {
-            s.pin_removed();
-        }
-        if let Some(s) = (new != NONE).then(|| snap.stats(WorkerId(new))).flatten() {
-            s.pin_added();
-        }
-    }
-    e.workers = workers;
-    e.in_flight = in_flight;
-    if e.workers[0] == e.workers[1] {
-        e.workers[1] = NONE;
-        e.in_flight[1] = 0;
-    }
-}
-
-/// Drops remembered workers that left the fleet; returns how many.
-pub(crate) fn forget_removed(e: &mut Entry, snap: &WorkerSnapshot) -> u64 {
-    let mut gone = 0;
-    for s in 0..2 {
-        if e.workers[s] != NONE && snap.get(WorkerId(e.workers[s])).is_none() {
-            e.workers[s] = NONE;
-            e.in_flight[s] = 0;
-            gone += 1;
-        }
-    }
-    if e.workers[0] == NONE && e.workers[1] != NONE {
-        e.workers.swap(0, 1);
-        e.in_flight.swap(0, 1);
-        if let Some(s) = snap.stats(WorkerId(e.workers[0])) {
-            s.pin_added();
-        }
-    }
-    gone
 }
 
 #[cfg(test)]

@@ -12,8 +12,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::policy::consistent::Ring;
 use crate::policy::ttft::cost::TtftStats;
+use index::SlotIndex;
+pub(crate) use ring::Ring;
+
+mod index;
+mod ring;
 
 /// A worker's dense id. Ids are never reused while the gateway runs, so a pin that names a
 /// removed worker can never silently point at a newcomer.
@@ -111,10 +115,10 @@ pub struct WorkerEntry {
 /// An immutable view of the fleet.
 #[derive(Debug, Default)]
 pub struct WorkerSnapshot {
-    /// Entries in registration order; `slot[id]` is an id's position (`u32::MAX`: absent).
-    /// Ids are dense, so a vector beats a hash map on the hot path.
+    /// Entries in registration order; `slot` finds an id's position (sized by the number of
+    /// workers, never by the largest id: `worker/index.rs`).
     entries: Vec<WorkerEntry>,
-    slot: Vec<u32>,
+    slot: SlotIndex,
     /// Available workers per model.
     by_model: HashMap<Arc<str>, Vec<WorkerId>>,
     /// Every available worker.
@@ -126,16 +130,10 @@ pub struct WorkerSnapshot {
 impl WorkerSnapshot {
     /// Builds a snapshot (and its per-model candidate lists and hash ring).
     pub fn new(entries: Vec<WorkerEntry>) -> Self {
-        let max_id = entries
-            .iter()
-            .map(|e| e.id.0 as usize + 1)
-            .max()
-            .unwrap_or(0);
-        let mut slot = vec![u32::MAX; max_id];
+        let slot = SlotIndex::new(entries.iter().map(|e| e.id));
         let mut by_model: HashMap<Arc<str>, Vec<WorkerId>> = HashMap::new();
         let mut all_available = Vec::new();
-        for (i, e) in entries.iter().enumerate() {
-            slot[e.id.0 as usize] = i as u32;
+        for e in &entries {
             for m in &e.models {
                 let list = by_model.entry(m.clone()).or_default();
                 if e.available {
@@ -174,10 +172,12 @@ impl WorkerSnapshot {
     /// The position of `id` in [`Self::entries`] (registration order), so a caller that keeps
     /// its own per-worker handles in the same order can find them without searching.
     pub fn position(&self, id: WorkerId) -> Option<usize> {
-        match self.slot.get(id.0 as usize) {
-            Some(&i) if i != u32::MAX => Some(i as usize),
-            _ => None,
-        }
+        self.slot.get(id)
+    }
+
+    /// Heap bytes of the id index (proportional to the number of workers, whatever their ids).
+    pub fn index_bytes(&self) -> usize {
+        self.slot.heap_bytes()
     }
 
     /// Whether any worker (available or not) serves `model`.
@@ -255,6 +255,37 @@ mod tests {
         assert_eq!(s.only_model(), None);
         let one = WorkerSnapshot::new(vec![entry(0, &["m"], true), entry(1, &["m"], true)]);
         assert_eq!(one.only_model().map(|m| &**m), Some("m"));
+    }
+
+    #[test]
+    fn the_id_index_is_sized_by_the_fleet_not_by_the_largest_id() {
+        // PD's prefill pool: ids from 1 << 24.
+        let base = 1 << 24;
+        let s = WorkerSnapshot::new(vec![
+            entry(base, &["m"], true),
+            entry(base + 1, &["m"], true),
+        ]);
+        assert!(s.index_bytes() <= 1024, "{} bytes", s.index_bytes());
+        assert_eq!(s.position(WorkerId(base + 1)), Some(1));
+        assert_eq!(s.get(WorkerId(base)).map(|e| e.id), Some(WorkerId(base)));
+        assert_eq!(s.position(WorkerId(0)), None);
+        assert_eq!(s.position(WorkerId(base + 2)), None);
+        // Spread ids (one long-lived worker beside many removed ones): still small, still found.
+        let spread = WorkerSnapshot::new(vec![
+            entry(3, &["m"], true),
+            entry(5_000_000, &["m"], true),
+            entry(9, &["m"], false),
+        ]);
+        assert!(
+            spread.index_bytes() <= 1024,
+            "{} bytes",
+            spread.index_bytes()
+        );
+        for (pos, id) in [(0, 3), (1, 5_000_000), (2, 9)] {
+            assert_eq!(spread.position(WorkerId(id)), Some(pos));
+        }
+        assert_eq!(spread.position(WorkerId(4)), None);
+        assert_eq!(WorkerSnapshot::default().position(WorkerId(0)), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
 use super::respond::json;
-use crate::body::ResBody;
+use crate::proxy::Body;
 use crate::registry::Worker;
 use crate::state::AppState;
 use crate::upstream::{self, HttpClient};
@@ -86,7 +86,7 @@ async fn ask_one(
 
 /// `POST /flush_cache`: every worker's `POST /flush_cache`; 200 when all flushed, else 206
 /// with the failures (SMG's `partial_success`).
-pub(crate) async fn flush_cache(state: &Arc<AppState>) -> Response<ResBody> {
+pub(crate) async fn flush_cache(state: &Arc<AppState>) -> Response<Body> {
     let answers = ask_all(state, Method::POST, &["/flush_cache"]).await;
     let total = answers.len();
     let (ok, failed): (Vec<_>, Vec<_>) = answers.into_iter().partition(|(_, r)| r.is_ok());
@@ -179,7 +179,7 @@ fn aggregate(loads: &[Value]) -> Value {
 /// `GET /get_loads`: every worker's `GET /v1/loads` (or SGLang's older `/get_load`), one entry
 /// per worker and data-parallel rank, with fleet totals. Workers that did not answer are listed
 /// under `failed` (berth's; absent when all answered).
-pub(crate) async fn get_loads(state: &Arc<AppState>) -> Response<ResBody> {
+pub(crate) async fn get_loads(state: &Arc<AppState>) -> Response<Body> {
     let answers = ask_all(state, Method::GET, &["/v1/loads", "/get_load"]).await;
     let mut loads = Vec::new();
     let mut failed = Vec::new();

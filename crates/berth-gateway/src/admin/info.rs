@@ -11,11 +11,12 @@ use std::sync::Arc;
 use http::{HeaderValue, Response, StatusCode};
 
 use super::respond::{bytes, json};
-use crate::body::ResBody;
 use crate::error::GatewayError;
+use crate::proxy::Body;
 use crate::proxy::ROUTED_WORKER;
 use crate::registry::Worker;
-use crate::state::{AppState, with_rng};
+use crate::rng::with_rng;
+use crate::state::AppState;
 use crate::upstream;
 
 /// Largest worker answer passed on.
@@ -25,7 +26,7 @@ const INFO_LIMIT: usize = 4 << 20;
 const DEFAULT_OWNER: &str = "self_hosted";
 
 /// `GET /readiness`: 200 with SMG's counts while a worker is available, else 503.
-pub(crate) fn readiness(state: &AppState) -> Result<Response<ResBody>, GatewayError> {
+pub(crate) fn readiness(state: &AppState) -> Result<Response<Body>, GatewayError> {
     let view = state.registry.view();
     // PD mode: a pair needs a prefill worker too.
     let prefill_ready = state
@@ -52,7 +53,7 @@ pub(crate) fn readiness(state: &AppState) -> Result<Response<ResBody>, GatewayEr
 
 /// `GET /v1/models`: the union of the workers' models, each with the `created` and `owned_by`
 /// of the first worker that lists it.
-pub(crate) fn models(state: &AppState) -> Response<ResBody> {
+pub(crate) fn models(state: &AppState) -> Response<Body> {
     let view = state.registry.view();
     let cards: Vec<_> = view.workers.iter().flat_map(|w| w.cards()).collect();
     let data: Vec<_> = view
@@ -92,10 +93,7 @@ fn pick(state: &AppState) -> Option<Arc<Worker>> {
 }
 
 /// `GET path` on one available worker; its status and body are passed on.
-pub(crate) async fn forward(
-    state: &AppState,
-    path: &str,
-) -> Result<Response<ResBody>, GatewayError> {
+pub(crate) async fn forward(state: &AppState, path: &str) -> Result<Response<Body>, GatewayError> {
     let worker = pick(state).ok_or(GatewayError::NoAvailableWorkers)?;
     let timeout = if path == "/health_generate" {
         state.config.request_timeout

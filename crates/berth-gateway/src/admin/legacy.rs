@@ -12,8 +12,8 @@ use http::{Response, StatusCode};
 
 use super::respond::{json, text};
 use super::workers::{percent_decode, register, unregister};
-use crate::body::ResBody;
 use crate::error::GatewayError;
+use crate::proxy::Body;
 use crate::state::AppState;
 
 /// The `url` query parameter, percent-decoded.
@@ -35,7 +35,7 @@ fn url_param(query: Option<&str>) -> Result<String, GatewayError> {
 pub(crate) async fn add(
     state: &Arc<AppState>,
     query: Option<&str>,
-) -> Result<Response<ResBody>, GatewayError> {
+) -> Result<Response<Body>, GatewayError> {
     let url = url_param(query)?;
     let worker = register(state, &url, None, None).await?;
     Ok(text(
@@ -48,7 +48,7 @@ pub(crate) async fn add(
 pub(crate) fn remove(
     state: &AppState,
     query: Option<&str>,
-) -> Result<Response<ResBody>, GatewayError> {
+) -> Result<Response<Body>, GatewayError> {
     let url = url_param(query)?;
     let worker = unregister(state, &url)?;
     Ok(text(
@@ -58,7 +58,7 @@ pub(crate) fn remove(
 }
 
 /// `GET /list_workers`: the registered URLs.
-pub(crate) fn list(state: &AppState) -> Response<ResBody> {
+pub(crate) fn list(state: &AppState) -> Response<Body> {
     let urls: Vec<String> = state
         .registry
         .workers()

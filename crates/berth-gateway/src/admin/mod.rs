@@ -9,16 +9,22 @@
 //! - `info.rs`: `/v1/models` and the routes answered by one available worker
 //!   (`/health_generate`, `/get_server_info`, `/get_model_info`).
 //! - `fanout.rs`: the routes that ask every worker (`/flush_cache`, `/get_loads`).
+//! - `sticky.rs`: `GET /sticky/{key}` and `DELETE /sticky/{key}` (the shared pin store's side
+//!   is `store/ops.rs`).
+//! - `pd.rs`: the admin API over both pools in PD mode (`"worker_type"`, `"bootstrap_port"`).
+//! - `auth.rs`: bearer keys (`--api-key`, `--admin-api-key`), for these and the generation routes.
 //! - `respond.rs`: JSON and text responses.
 
+mod auth;
 mod fanout;
 mod info;
 mod legacy;
+mod pd;
 mod respond;
 mod routes;
+mod sticky;
 mod workers;
 
-pub(crate) use respond::json;
+pub(crate) use auth::authorized;
 pub use routes::docs_route_table;
 pub(crate) use routes::serve;
-pub(crate) use workers::percent_decode;

@@ -10,12 +10,11 @@ use std::sync::Arc;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 
-use super::{fanout, info, legacy, workers};
-use crate::body::ResBody;
+use super::auth::{admin_key, authorized};
+use super::{fanout, info, legacy, sticky, workers};
 use crate::error::GatewayError;
-use crate::service::{admin_key, authorized};
+use crate::proxy::Body;
 use crate::state::AppState;
-use crate::store;
 
 /// A route the gateway answers itself (the proxied routes are `proxy::Endpoint`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,7 +152,7 @@ impl Route {
 pub(crate) async fn serve(
     state: &Arc<AppState>,
     req: Request<Incoming>,
-) -> Result<Response<ResBody>, GatewayError> {
+) -> Result<Response<Body>, GatewayError> {
     let path = req.uri().path().to_owned();
     let Some((route, tail)) = Route::parse(&path) else {
         return Err(GatewayError::NotFound(path));
@@ -175,7 +174,7 @@ pub(crate) async fn serve(
     let query = req.uri().query().map(str::to_owned);
     let query = query.as_deref();
     match (route, method) {
-        (Route::Health | Route::Liveness, _) => Ok(super::json(
+        (Route::Health | Route::Liveness, _) => Ok(super::respond::json(
             StatusCode::OK,
             &serde_json::json!({"status": "ok"}),
         )),
@@ -193,8 +192,8 @@ pub(crate) async fn serve(
         (Route::ListWorkers, _) => Ok(legacy::list(state)),
         (Route::FlushCache, _) => Ok(fanout::flush_cache(state).await),
         (Route::GetLoads, _) => Ok(fanout::get_loads(state).await),
-        (Route::Sticky, Method::DELETE) => store::delete(state, tail, query).await,
-        (Route::Sticky, _) => store::show(state, tail, query).await,
+        (Route::Sticky, Method::DELETE) => sticky::delete(state, tail, query).await,
+        (Route::Sticky, _) => sticky::show(state, tail, query).await,
     }
 }
 

@@ -9,7 +9,7 @@
 //! worker URL (percent-encoded); `DELETE` re-places only the removed worker's keys. In PD mode
 //! (`--pd-disaggregation`) both pools are listed with their `worker_type` (`prefill`/`decode`)
 //! and a prefill worker's `bootstrap_port`; `POST` takes SMG's `worker_type` and
-//! `bootstrap_port` (see `pd/admin.rs`).
+//! `bootstrap_port` (see `admin/pd.rs`).
 
 use std::sync::Arc;
 
@@ -18,12 +18,13 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde::Deserialize;
 
-use super::json;
-use crate::body::ResBody;
+use super::respond::json;
 use crate::error::GatewayError;
-use crate::registry::{Worker, WorkerAddr};
+use crate::proxy::Body;
+use crate::registry::Worker;
 use crate::routing::BreakerState;
 use crate::state::AppState;
+use crate::upstream::WorkerAddr;
 
 /// SMG's default worker priority and cost: berth has neither, so every worker shows these.
 const PRIORITY: u32 = 50;
@@ -59,8 +60,8 @@ pub(crate) fn describe(state: &AppState, w: &Worker) -> serde_json::Value {
         "url": &*w.url,
         "model_id": s.models.first().map_or("unknown", |m| &**m),
         "models": s.models.iter().map(|m| serde_json::json!({"id": &**m})).collect::<Vec<_>>(),
-        "worker_type": crate::pd::worker_type(state, w),
-        "bootstrap_port": crate::pd::bootstrap_port(state, w),
+        "worker_type": super::pd::worker_type(state, w),
+        "bootstrap_port": super::pd::bootstrap_port(state, w),
         "connection_mode": "http",
         "runtime_type": runtime_type(cards.first().and_then(|c| c.owned_by.as_deref())),
         "labels": labels,
@@ -80,16 +81,16 @@ pub(crate) fn describe(state: &AppState, w: &Worker) -> serde_json::Value {
 /// Every registered worker: the regular (or, in PD mode, decode) pool, then the prefill pool.
 fn all_workers(state: &AppState) -> Vec<Arc<Worker>> {
     let mut all = state.registry.workers();
-    all.extend(crate::pd::prefill_workers(state));
+    all.extend(super::pd::prefill_workers(state));
     all
 }
 
 /// `GET /workers`.
-pub(crate) fn list(state: &AppState) -> Response<ResBody> {
+pub(crate) fn list(state: &AppState) -> Response<Body> {
     let all = all_workers(state);
     let count = |t: &str| {
         all.iter()
-            .filter(|w| crate::pd::worker_type(state, w) == t)
+            .filter(|w| super::pd::worker_type(state, w) == t)
             .count()
     };
     let stats = serde_json::json!({
@@ -118,7 +119,7 @@ fn find(state: &AppState, raw: &str) -> Result<Arc<Worker>, GatewayError> {
 }
 
 /// `GET /workers/{id-or-url}`.
-pub(crate) fn get(state: &AppState, raw: &str) -> Result<Response<ResBody>, GatewayError> {
+pub(crate) fn get(state: &AppState, raw: &str) -> Result<Response<Body>, GatewayError> {
     let worker = find(state, raw)?;
     Ok(json(StatusCode::OK, &describe(state, &worker)))
 }
@@ -139,7 +140,7 @@ struct AddWorker {
 pub(crate) async fn add(
     state: &Arc<AppState>,
     body: Incoming,
-) -> Result<Response<ResBody>, GatewayError> {
+) -> Result<Response<Body>, GatewayError> {
     let bytes = http_body_util::Limited::new(body, 64 * 1024)
         .collect()
         .await
@@ -166,7 +167,7 @@ pub(crate) async fn register(
     bootstrap_port: Option<u16>,
 ) -> Result<Arc<Worker>, GatewayError> {
     WorkerAddr::parse(url).map_err(GatewayError::BadRequest)?;
-    let registry = crate::pd::registry_for(state, worker_type, bootstrap_port)?;
+    let registry = super::pd::registry_for(state, worker_type, bootstrap_port)?;
     if all_workers(state).iter().any(|w| &*w.url == url) {
         return Err(GatewayError::BadRequest(format!(
             "worker `{url}` is already registered"
@@ -187,7 +188,7 @@ pub(crate) async fn register(
 }
 
 /// `DELETE /workers/{id-or-url}`.
-pub(crate) fn remove(state: &AppState, raw: &str) -> Result<Response<ResBody>, GatewayError> {
+pub(crate) fn remove(state: &AppState, raw: &str) -> Result<Response<Body>, GatewayError> {
     let worker = unregister(state, &percent_decode(raw))?;
     Ok(json(StatusCode::OK, &describe(state, &worker)))
 }
@@ -197,7 +198,7 @@ pub(crate) fn unregister(state: &AppState, id_or_url: &str) -> Result<Arc<Worker
     let worker = state
         .registry
         .remove(id_or_url)
-        .or_else(|| crate::pd::remove_prefill(state, id_or_url))
+        .or_else(|| super::pd::remove_prefill(state, id_or_url))
         .ok_or_else(|| GatewayError::WorkerNotFound(id_or_url.to_owned()))?;
     tracing::info!(worker = %worker.url, "worker removed");
     Ok(worker)

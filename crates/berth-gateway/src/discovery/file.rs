@@ -148,7 +148,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!(
             "berth-discovery-{}-{}",
             std::process::id(),
-            crate::state::fresh_seed()
+            crate::rng::fresh_seed()
         ));
         std::fs::create_dir_all(&dir).unwrap();
         dir.join(name)

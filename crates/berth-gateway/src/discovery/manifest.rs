@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use super::source::DesiredWorker;
-use crate::registry::WorkerAddr;
+use crate::upstream::WorkerAddr;
 
 /// The one manifest version understood.
 pub(crate) const VERSION: u32 = 1;

@@ -26,4 +26,4 @@ mod task;
 
 pub(crate) use metrics::DiscoveryMetrics;
 pub use settings::{DiscoveryProvider, DiscoverySettings};
-pub(crate) use task::run;
+pub(crate) use task::{Fleet, run};

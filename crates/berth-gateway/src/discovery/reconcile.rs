@@ -10,14 +10,12 @@
 //! lists it (the manifest is the source of truth).
 
 use std::collections::HashSet;
-use std::sync::Arc;
-
 use tokio::task::JoinSet;
 
 use super::metrics::{ReasonLabels, ResultLabels, SourceLabels};
 use super::source::DesiredWorker;
+use super::task::Fleet;
 use crate::registry::join;
-use crate::state::AppState;
 
 /// What one reconcile changed.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -43,14 +41,10 @@ impl Reconciler {
     }
 
     /// Brings the registry to `desired`.
-    pub(crate) async fn apply(
-        &mut self,
-        state: &Arc<AppState>,
-        desired: &[DesiredWorker],
-    ) -> Changes {
+    pub(crate) async fn apply(&mut self, fleet: &Fleet, desired: &[DesiredWorker]) -> Changes {
         let source = self.source;
-        let metrics = &state.metrics.discovery;
-        let registered: HashSet<String> = state
+        let metrics = &fleet.metrics;
+        let registered: HashSet<String> = fleet
             .registry
             .workers()
             .iter()
@@ -68,7 +62,7 @@ impl Reconciler {
             .collect();
         for url in leaving {
             self.owned.remove(&url);
-            if state.registry.remove(&url).is_some() {
+            if fleet.registry.remove(&url).is_some() {
                 tracing::info!(worker = %url, source, "worker removed by service discovery");
                 changes.removed += 1;
                 metrics
@@ -82,10 +76,9 @@ impl Reconciler {
         }
         let mut joining = JoinSet::new();
         for w in desired.iter().filter(|w| !registered.contains(&w.url)) {
-            let (state, url) = (state.clone(), w.url.clone());
+            let (fleet, url) = (fleet.clone(), w.url.clone());
             joining.spawn(async move {
-                let timeout = state.config.health.timeout;
-                let joined = join(&state.registry, &state.client, &url, timeout).await;
+                let joined = join(&fleet.registry, &fleet.client, &url, fleet.probe_timeout).await;
                 (url, joined)
             });
         }

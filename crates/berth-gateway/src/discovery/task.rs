@@ -6,26 +6,42 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::file::FileDiscovery;
+use super::metrics::DiscoveryMetrics;
 use super::metrics::ReasonLabels;
 use super::reconcile::Reconciler;
 use super::settings::{DiscoveryProvider, DiscoverySettings};
 use super::source::{Discovery, Look};
-use crate::state::AppState;
+use crate::registry::Registry;
+use crate::upstream::HttpClient;
 
 /// How often a provider is asked for changes between full looks.
 const CHANGE_CHECK: Duration = Duration::from_secs(1);
 
+/// Far enough to never come (about 30 years), and representable on every platform.
+const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// What discovery changes and reports to: the regular pool, the client that probes a worker
+/// before it joins, and the discovery metrics.
+#[derive(Clone, Debug)]
+pub(crate) struct Fleet {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) client: HttpClient,
+    /// `--health-check-timeout-secs`: the joining probe's bound.
+    pub(crate) probe_timeout: Duration,
+    pub(crate) metrics: Arc<DiscoveryMetrics>,
+}
+
 /// Runs the configured provider until the future is dropped (the gateway's shutdown).
-pub(crate) async fn run(state: Arc<AppState>, settings: DiscoverySettings) {
+pub(crate) async fn run(fleet: Fleet, settings: DiscoverySettings) {
     match settings.provider {
         DiscoveryProvider::File(path) => {
             tracing::info!(path = %path.display(), interval_secs = settings.check_interval.as_secs_f64(), "file service discovery");
-            drive(FileDiscovery::new(path), state, settings.check_interval).await;
+            drive(FileDiscovery::new(path), fleet, settings.check_interval).await;
         }
     }
 }
 
-async fn drive<D: Discovery>(mut provider: D, state: Arc<AppState>, interval: Duration) {
+async fn drive<D: Discovery>(mut provider: D, fleet: Fleet, interval: Duration) {
     let source = provider.source();
     let mut reconciler = Reconciler::new(source);
     let pause = CHANGE_CHECK.min(interval);
@@ -34,12 +50,13 @@ async fn drive<D: Discovery>(mut provider: D, state: Arc<AppState>, interval: Du
         let now = Instant::now();
         let full = now >= next_full;
         if full {
-            next_full = now + interval;
+            // saturating: a huge interval means "one full look"
+            next_full = now.checked_add(interval).unwrap_or(now + FAR);
         }
         match provider.look(full).await {
             Look::Unchanged | Look::NotYet => {}
             Look::Desired(set) => {
-                let changes = reconciler.apply(&state, &set).await;
+                let changes = reconciler.apply(&fleet, &set).await;
                 if changes.added + changes.removed + changes.failed > 0 {
                     tracing::info!(
                         source,
@@ -53,9 +70,8 @@ async fn drive<D: Discovery>(mut provider: D, state: Arc<AppState>, interval: Du
             }
             Look::Fault(fault) => {
                 tracing::warn!(source, error = %fault, "service discovery: keeping the last good worker set");
-                state
+                fleet
                     .metrics
-                    .discovery
                     .errors
                     .get_or_create(&ReasonLabels {
                         source,

@@ -5,10 +5,12 @@ use std::sync::{Arc, RwLock};
 
 use tokio::task::JoinHandle;
 
-use crate::config::GatewayConfig;
+use super::PdSettings;
+use crate::clock::Clock;
 use crate::error::GatewayError;
 use crate::registry::{self, Registry, Worker};
-use crate::routing::Router;
+use crate::registry::{BreakerSettings, HealthSettings};
+use crate::routing::{Router, RouterOptions};
 use crate::upstream::HttpClient;
 
 /// Prefill worker ids start here, so the two pools' ids never collide (connection pools and
@@ -30,21 +32,19 @@ pub(crate) struct PdLegs {
 }
 
 impl PdLegs {
-    /// The prefill leg `config.pd` describes, its workers registered (awaiting their first
-    /// health probe); `None` outside PD mode.
+    /// The prefill leg `pd` describes (`base`: the regular router options, whose policy the
+    /// prefill policy replaces), its workers registered (awaiting their first health probe).
     pub(crate) fn new(
-        config: &GatewayConfig,
-        clock: Arc<crate::clock::Clock>,
-    ) -> Result<Option<(Self, Starting)>, GatewayError> {
-        let Some(pd) = &config.pd else {
-            return Ok(None);
-        };
-        let router = Router::new(&pd.router_options(&config.router))
+        pd: &PdSettings,
+        base: &RouterOptions,
+        breaker: BreakerSettings,
+        health: HealthSettings,
+        clock: Arc<Clock>,
+    ) -> Result<(Self, Starting), GatewayError> {
+        let router = Router::new(&pd.router_options(base))
             .map_err(|e| GatewayError::Config(e.to_string()))?;
-        let registry = Arc::new(
-            Registry::new(config.breaker.clone(), config.health.clone(), clock)
-                .with_first_id(PREFILL_FIRST_ID),
-        );
+        let registry =
+            Arc::new(Registry::new(breaker, health, clock).with_first_id(PREFILL_FIRST_ID));
         let urls: Vec<String> = pd.prefill.iter().map(|p| p.url.clone()).collect();
         let starting = registry::register_startup(&registry, &urls)
             .map_err(|e| GatewayError::Config(format!("--prefill: {e}")))?;
@@ -56,7 +56,7 @@ impl PdLegs {
         for p in &pd.prefill {
             legs.set_port(&p.url, p.bootstrap_port);
         }
-        Ok(Some((legs, starting)))
+        Ok((legs, starting))
     }
 
     /// Records a prefill worker's bootstrap port.
@@ -91,12 +91,12 @@ impl PdLegs {
     /// The first health round of the prefill workers, then their health-check task.
     pub(crate) async fn start_health(
         &self,
-        config: &GatewayConfig,
+        health: &HealthSettings,
+        startup_timeout: std::time::Duration,
         client: &HttpClient,
         starting: Vec<Arc<Worker>>,
     ) -> JoinHandle<()> {
-        let waiting =
-            registry::first_round(&self.registry, client, starting, config.health.timeout).await;
+        let waiting = registry::first_round(&self.registry, client, starting, health.timeout).await;
         if !waiting.is_empty() {
             let list = waiting.iter().map(|u| &**u).collect::<Vec<_>>().join(" ");
             tracing::warn!(waiting = %list, "serving while waiting for prefill workers to answer GET /health");
@@ -104,8 +104,8 @@ impl PdLegs {
         registry::spawn_health_checks(
             self.registry.clone(),
             client.clone(),
-            config.health.clone(),
-            config.worker_startup_timeout,
+            health.clone(),
+            startup_timeout,
         )
     }
 }

@@ -15,17 +15,11 @@
 //! - `legs.rs`: [`PdLegs`], the prefill leg at run time (registry, router, bootstrap ports) and
 //!   its start-up (first health round, health-check task, sweep).
 //!
-//! - `admin.rs`: the admin API over both pools (`"worker_type"`, `"bootstrap_port"`).
-//!
-//! The request path's PD dispatcher is `proxy/pd/`.
+//! The admin API over both pools is `admin/pd.rs`; the request path's PD dispatcher is
+//! `proxy/pd/`. Validation is `GatewayConfig::validate`'s.
 
-mod admin;
 mod legs;
 mod settings;
 
-pub(crate) use admin::{
-    bootstrap_port, prefill_workers, registry_for, remove_prefill, worker_type,
-};
 pub(crate) use legs::PdLegs;
-pub(crate) use settings::validate;
 pub use settings::{PdSettings, PrefillUrl};

@@ -1,8 +1,6 @@
 //! The PD configuration: the prefill workers with their bootstrap ports, and the prefill policy.
 
-use crate::config::GatewayConfig;
-use crate::error::GatewayError;
-use crate::routing::{PolicyKind, Router, RouterOptions};
+use crate::routing::{PolicyKind, RouterOptions};
 
 /// One `--prefill URL [BOOTSTRAP_PORT|none]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,43 +62,6 @@ impl PdSettings {
             ..base.clone()
         }
     }
-}
-
-/// Refuses a PD configuration that cannot run, naming the flag.
-pub(crate) fn validate(pd: &PdSettings, config: &GatewayConfig) -> Result<(), GatewayError> {
-    let bad = |flag: &str, why: String| Err(GatewayError::Config(format!("{flag}: {why}")));
-    if pd.prefill.is_empty() {
-        return bad(
-            "--prefill",
-            "--pd-disaggregation needs at least one".to_owned(),
-        );
-    }
-    if config.worker_urls.is_empty() {
-        return bad(
-            "--decode",
-            "--pd-disaggregation needs at least one".to_owned(),
-        );
-    }
-    for p in &pd.prefill {
-        if let Err(e) = crate::registry::WorkerAddr::parse(&p.url) {
-            return bad("--prefill", e);
-        }
-    }
-    for url in &config.worker_urls {
-        if let Err(e) = crate::registry::WorkerAddr::parse(url) {
-            return bad("--decode", e);
-        }
-    }
-    Router::new(&pd.router_options(&config.router))
-        .map_err(|e| GatewayError::Config(format!("--prefill-policy: {e}")))?;
-    if config.sticky_store.is_some() {
-        return bad(
-            "--sticky-store",
-            "not supported with --pd-disaggregation yet (the prefill leg's pins would stay local)"
-                .to_owned(),
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

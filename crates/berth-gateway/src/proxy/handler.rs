@@ -13,12 +13,12 @@ use std::time::Instant;
 use http::{Request, Response};
 
 use super::prepare::prepare;
+use super::respond::Body;
 use super::{Endpoint, dispatch, pd};
-use crate::body::ResBody;
 use crate::error::GatewayError;
-use crate::pool::Pool;
 use crate::request_body::ClientBody;
 use crate::state::AppState;
+use crate::upstream::Pool;
 
 /// Proxies one generation request; every failure becomes its gateway error response.
 pub(crate) async fn proxy(
@@ -26,7 +26,7 @@ pub(crate) async fn proxy(
     pool: &Arc<Pool>,
     endpoint: Endpoint,
     req: Request<ClientBody>,
-) -> Response<ResBody> {
+) -> Response<Body> {
     let start = Instant::now();
     match forward(state, pool, endpoint, req, start).await {
         Ok(resp) => resp,
@@ -43,7 +43,7 @@ async fn forward(
     endpoint: Endpoint,
     req: Request<ClientBody>,
     start: Instant,
-) -> Result<Response<ResBody>, GatewayError> {
+) -> Result<Response<Body>, GatewayError> {
     let (parts, body) = req.into_parts();
     let prepared = prepare(state, endpoint, parts, body).await?;
     match &state.pd {

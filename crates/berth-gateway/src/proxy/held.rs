@@ -5,10 +5,9 @@ use http::{Request, header};
 
 use super::headers;
 use super::rank::with_rank;
-use super::replay::Replayable;
 use crate::error::GatewayError;
 use crate::registry::Worker;
-use crate::upstream::UpBody;
+use crate::upstream::{Replayable, UpBody};
 
 /// The request body as the gateway holds it.
 pub(crate) enum Held {
@@ -29,15 +28,6 @@ impl Held {
                 Some((UpBody::Full(Some(ranked.unwrap_or_else(|| b.clone()))), len))
             }
             Self::Stream(r) => r.attempt().map(|r| (UpBody::Stream(r), None)),
-        }
-    }
-
-    /// The client's streamed body failed (too large, too slow, broken): the client's fault,
-    /// not the worker's.
-    pub(crate) fn client_failure(&self) -> Option<GatewayError> {
-        match self {
-            Self::Buffered(_) => None,
-            Self::Stream(r) => r.client_failure(),
         }
     }
 

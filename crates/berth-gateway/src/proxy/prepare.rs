@@ -11,18 +11,18 @@ use std::sync::Arc;
 use http::{HeaderMap, header};
 
 use super::Endpoint;
-use super::deadline::{BodyDeadline, read_body};
 use super::headers::{HeaderMapSource, ROUTING_TOKENS};
 use super::held::Held;
 use super::inspect::{Inspected, inspect};
-use super::lookahead::{LateCheck, Lookahead, read_ahead};
-use super::replay::{CAPTURE_LIMIT, Replayable};
 use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, RequestLabels};
 use crate::registry::View;
-use crate::request_body::ClientBody;
+use crate::request_body::{
+    BodyDeadline, CAPTURE_LIMIT, ClientBody, LateCheck, Lookahead, read_ahead, read_body,
+};
 use crate::routing::{BodyPath, PolicyKind, parse_routing_tokens};
 use crate::state::AppState;
+use crate::upstream::Replayable;
 
 /// The body-path reason when PD mode reads the body to add the bootstrap fields.
 const PD_BOOTSTRAP: &str = "pd_bootstrap";

@@ -1,20 +1,128 @@
 //! Stage 4 of a proxied request: the worker's response on its way back.
 //!
-//! The response streams back with `x-smg-routed-worker-id` naming the worker and a guard that
-//! holds the routing lease and the pooled connection until the body ends (or the client goes).
+//! The response streams back with `x-smg-routed-worker-id` naming the worker and a
+//! [`RequestGuard`] (the body's completion guard, `body.rs`) that holds the routing lease, the
+//! pooled connection and the admission permit until the body ends (or the client goes).
+//!
+//! A worker that breaks off a server-sent-event stream (it died, or cut the connection) is a
+//! failure of that worker (its breaker is told, `smg_router_upstream_stream_errors_total`
+//! counts it), but the client gets a readable end instead of a broken transfer: one
+//! `data: {"error": {...}}` event in the gateway's error shape (`upstream_stream_error`), then
+//! the chunked body ends cleanly. A broken non-stream body still ends with a transfer error.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use http::{Response, header};
 use hyper::body::Incoming;
 
 use super::headers::{self, ROUTED_WORKER};
-use crate::body::{ProxiedBody, RequestGuard, ResBody, SseEnd};
-use crate::pool::Conn;
-use crate::registry::Worker;
-use crate::routing::Decision;
+use crate::admission::Permit;
+use crate::body::{Completion, ResBody};
+use crate::clock::Clock;
+use crate::error::{GatewayError, SseStyle};
+use crate::metrics::Metrics;
+use crate::registry::{Registry, Worker};
+use crate::routing::{Decision, Lease, Outcome};
 use crate::state::AppState;
+use crate::upstream::Conn;
+
+/// The body of every response the gateway sends: a worker's body carries a [`RequestGuard`].
+pub(crate) type Body = ResBody<RequestGuard>;
+
+/// What to do when a proxied response ends (or is abandoned): release and record.
+#[derive(Debug)]
+pub(crate) struct RequestGuard {
+    lease: Option<Lease>,
+    /// The worker connection: back to the pool on a clean end, closed otherwise.
+    conn: Option<Conn>,
+    start: Instant,
+    metrics: Arc<Metrics>,
+    /// The routing clock, for the lease's first-byte time (`ttft_aware` learns from it).
+    clock: Arc<Clock>,
+    /// The response is a server-sent event stream, so its first data frame is the first token.
+    event_stream: bool,
+    first_byte_seen: bool,
+    /// Told when the worker breaks off its response.
+    registry: Arc<Registry>,
+    worker: Arc<Worker>,
+    /// A server-sent-event stream: a break ends with an error event (see the module docs).
+    sse: Option<SseEnd>,
+    /// The admission permit (`--max-concurrent-requests`), held until the body ends or is
+    /// dropped.
+    permit: Option<Permit>,
+}
+
+/// How a broken server-sent-event stream ends.
+#[derive(Debug)]
+struct SseEnd {
+    /// The bytes so far end on an event boundary (a blank line).
+    at_boundary: bool,
+    /// The stream's dialect (set from the endpoint by [`set_sse_style`]).
+    style: SseStyle,
+}
+
+impl Completion for RequestGuard {
+    fn on_data(&mut self, data: &Bytes) {
+        if !self.first_byte_seen {
+            self.first_byte_seen = true;
+            if let Some(lease) = self.lease.as_mut() {
+                lease.first_byte(self.clock.now(), self.event_stream);
+            }
+            self.metrics
+                .ttft
+                .observe(self.start.elapsed().as_secs_f64());
+        }
+        if let (Some(sse), false) = (self.sse.as_mut(), data.is_empty()) {
+            sse.at_boundary = data.ends_with(b"\n\n") || data.ends_with(b"\r\n\r\n");
+        }
+    }
+
+    /// The response was read to its end: the connection can serve another request.
+    fn finish(mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.release();
+        }
+    }
+
+    /// The worker broke off its response: a failure of the worker.
+    fn broken(mut self, error: &hyper::Error) -> Option<Bytes> {
+        self.metrics.stream_errors.inc();
+        self.registry.report(&self.worker, Outcome::Failure);
+        let sse = self.sse.take()?;
+        let err = GatewayError::UpstreamStream {
+            worker: self.worker.url.to_string(),
+            reason: error.to_string(),
+        };
+        tracing::warn!(error = %err, "worker stream broke; ending it with an error event");
+        Some(err.to_sse_event(!sse.at_boundary, sse.style))
+    }
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        self.lease.take();
+        self.metrics
+            .duration
+            .observe(self.start.elapsed().as_secs_f64());
+    }
+}
+
+/// Keeps `permit` for as long as `resp`'s body lasts: to its end for a worker's body; a
+/// response the gateway made is complete, so the permit goes at once.
+pub(crate) fn hold_permit(resp: &mut Response<Body>, permit: Permit) {
+    if let Some(g) = resp.body_mut().guard_mut() {
+        g.permit = Some(permit);
+    }
+}
+
+/// Makes a broken stream in `resp` end with an error event of this dialect.
+pub(crate) fn set_sse_style(resp: &mut Response<Body>, style: SseStyle) {
+    if let Some(sse) = resp.body_mut().guard_mut().and_then(|g| g.sse.as_mut()) {
+        sse.style = style;
+    }
+}
 
 /// The worker's response as the client's.
 pub(crate) fn respond(
@@ -24,7 +132,7 @@ pub(crate) fn respond(
     worker: &Arc<Worker>,
     decision: Decision,
     start: Instant,
-) -> Response<ResBody> {
+) -> Response<Body> {
     let (mut parts, incoming) = resp.into_parts();
     headers::strip_response_headers(&mut parts.headers);
     parts
@@ -34,7 +142,6 @@ pub(crate) fn respond(
         .headers
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    let sse = event_stream.then(|| SseEnd::new(worker.url.clone()));
     let guard = RequestGuard {
         lease: Some(decision.lease),
         conn: Some(conn),
@@ -45,14 +152,11 @@ pub(crate) fn respond(
         first_byte_seen: false,
         registry: state.registry.clone(),
         worker: worker.clone(),
+        sse: event_stream.then_some(SseEnd {
+            at_boundary: true,
+            style: SseStyle::OpenAi,
+        }),
+        permit: None,
     };
-    Response::from_parts(
-        parts,
-        ResBody::Proxied(Box::new(ProxiedBody {
-            inner: incoming,
-            guard: Some(guard),
-            sse,
-            permit: None,
-        })),
-    )
+    Response::from_parts(parts, ResBody::proxied(incoming, guard))
 }

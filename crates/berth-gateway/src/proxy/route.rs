@@ -10,8 +10,9 @@ use super::inspect::Inspected;
 use crate::error::GatewayError;
 use crate::metrics::{BranchLabels, LegBranchLabels, SourceLabels};
 use crate::registry::{View, Worker};
+use crate::rng::with_rng;
 use crate::routing::{Branch, Decision, Error as RouteError, Leg, RouteRequest, Router, WorkerId};
-use crate::state::{AppState, with_rng};
+use crate::state::AppState;
 
 /// The facts of one request that routing may use.
 pub(crate) struct RouteFacts<'a> {

@@ -17,8 +17,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::health::{bring_up, learn_worker, probe_health};
+use super::settings::HealthSettings;
 use super::{Registry, Worker};
-use crate::config::HealthSettings;
 use crate::routing::WorkerId;
 use crate::upstream::HttpClient;
 

@@ -7,8 +7,9 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 
 use super::worker::ModelCard;
-use super::{Registry, Worker, WorkerAddr};
+use super::{Registry, Worker};
 use crate::error::GatewayError;
+use crate::upstream::WorkerAddr;
 use crate::upstream::{self, HttpClient};
 
 /// Largest `/v1/models` body read.

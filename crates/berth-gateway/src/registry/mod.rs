@@ -5,16 +5,18 @@
 //!   changes) and the [`View`] that the request path reads without locking (`ArcSwap`).
 //! - `health.rs`: HTTP probes (`GET /health`, `GET /v1/models`) and bringing start-up workers
 //!   in without holding up the gateway.
+//! - `settings.rs`: breaker and health-check settings.
 //! - `checks.rs`: the health-check task: steady probes of healthy workers, fast probes with
 //!   backoff of the others, and the log of start-up workers still awaited.
 
 mod checks;
 mod health;
+mod settings;
 mod view;
 mod worker;
 
 pub(crate) use checks::spawn_health_checks;
 pub(crate) use health::{first_round, join, register_startup};
+pub use settings::{BreakerSettings, HealthSettings};
 pub(crate) use view::{Registry, View};
 pub(crate) use worker::Worker;
-pub use worker::WorkerAddr;

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use arc_swap::ArcSwap;
 
+use super::settings::{BreakerSettings, HealthSettings};
 use super::worker::{Worker, WorkerState};
 use crate::clock::Clock;
-use crate::config::{BreakerSettings, HealthSettings};
 use crate::error::GatewayError;
 use crate::routing::{
     Breaker, BreakerConfig, BreakerState, HealthTracker, Outcome, WorkerEntry, WorkerId,

@@ -15,14 +15,13 @@ use std::sync::Arc;
 
 use super::metrics::op;
 use super::names;
-use super::sync::Store;
-use crate::state::AppState;
+use super::sync::{PinHost, Store};
 
 /// Pipelined commands per round trip.
 const BATCH: usize = 512;
 
 /// Runs the refresh forever (spawned at start).
-pub(crate) async fn run(store: Arc<Store>, state: Arc<AppState>) {
+pub(crate) async fn run<S: PinHost>(store: Arc<Store>, state: Arc<S>) {
     let mut tick = tokio::time::interval(store.sync_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -30,31 +29,51 @@ pub(crate) async fn run(store: Arc<Store>, state: Arc<AppState>) {
             _ = tick.tick() => {}
             () = store.resync.notified() => {}
         }
-        flush(&store, &state).await;
+        flush(&store, &*state).await;
     }
 }
 
+/// Writes the pins moved on the request path as they come (spawned at start): one task for
+/// every move, each wake-up writing what queued meanwhile in batches.
+pub(crate) async fn run_mover<S: PinHost>(store: Arc<Store>, state: Arc<S>) {
+    loop {
+        store.wake_mover.notified().await;
+        if store.link.is_up() {
+            write_dirty(&store, &*state, op::MOVE).await;
+        }
+    }
+}
+
+/// Writes every queued move; false when the store failed (what was not written is queued
+/// again).
+async fn write_dirty<S: PinHost>(store: &Store, state: &S, op: &'static str) -> bool {
+    let dirty = store.dirty.drain();
+    for (i, chunk) in dirty.chunks(BATCH).enumerate() {
+        if !write_back(store, state, chunk, op).await {
+            // what was not written goes back for the next refresh
+            dirty[i * BATCH..].iter().for_each(|h| {
+                store.dirty.insert(*h);
+            });
+            return false;
+        }
+    }
+    true
+}
+
 /// One refresh; returns false when the store failed (or is down).
-pub(crate) async fn flush(store: &Store, state: &AppState) -> bool {
+pub(crate) async fn flush<S: PinHost>(store: &Store, state: &S) -> bool {
     if !store.link.is_up() {
         return false;
     }
-    let dirty = store.dirty.drain();
-    for (i, chunk) in dirty.chunks(BATCH).enumerate() {
-        if !write_back(store, state, chunk).await {
-            // what was not written goes back for the next refresh
-            dirty[i * BATCH..]
-                .iter()
-                .for_each(|h| store.dirty.insert(*h));
-            return false;
-        }
+    if !write_dirty(store, state, op::SYNC).await {
+        return false;
     }
     let touched = store.touched.drain();
     for (i, chunk) in touched.chunks(BATCH).enumerate() {
         if !refresh(store, state, chunk).await {
-            touched[i * BATCH..]
-                .iter()
-                .for_each(|h| store.touched.insert(*h));
+            touched[i * BATCH..].iter().for_each(|h| {
+                store.touched.insert(*h);
+            });
             return false;
         }
     }
@@ -66,8 +85,13 @@ fn bound(store: &Store, n: usize) -> std::time::Duration {
     store.link.timeout + std::time::Duration::from_micros(20 * n as u64)
 }
 
-async fn write_back(store: &Store, state: &AppState, hashes: &[u128]) -> bool {
-    let view = state.registry.view();
+async fn write_back<S: PinHost>(
+    store: &Store,
+    state: &S,
+    hashes: &[u128],
+    op: &'static str,
+) -> bool {
+    let view = state.view();
     let mut pipe = redis::pipe();
     pipe.load_script(&store.moved).ignore();
     let mut n = 0;
@@ -91,7 +115,7 @@ async fn write_back(store: &Store, state: &AppState, hashes: &[u128]) -> bool {
     }
     let done = store
         .link
-        .call_within(op::SYNC, bound(store, n), |mut c| async move {
+        .call_within(op, bound(store, n), |mut c| async move {
             pipe.query_async::<Vec<i64>>(&mut c).await
         })
         .await;
@@ -105,8 +129,8 @@ async fn write_back(store: &Store, state: &AppState, hashes: &[u128]) -> bool {
     }
 }
 
-async fn refresh(store: &Store, state: &AppState, hashes: &[u128]) -> bool {
-    let view = state.registry.view();
+async fn refresh<S: PinHost>(store: &Store, state: &S, hashes: &[u128]) -> bool {
+    let view = state.view();
     let mut pipe = redis::pipe();
     pipe.load_script(&store.place).ignore();
     let mut sent = Vec::with_capacity(hashes.len());

@@ -38,6 +38,13 @@ pub(crate) struct StoreMetrics {
     pub(crate) adopted: Counter,
     pub(crate) invalidations: Counter,
     pub(crate) moves: Counter,
+    pub(crate) dropped: Family<SetLabels, Counter>,
+}
+
+/// The `set` label of `berth_sticky_store_dropped_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct SetLabels {
+    pub(crate) set: &'static str,
 }
 
 /// Buckets from 50 us to about 1.6 s.
@@ -54,6 +61,7 @@ impl StoreMetrics {
             adopted: Counter::default(),
             invalidations: Counter::default(),
             moves: Counter::default(),
+            dropped: Family::default(),
         };
         registry.register(
             "berth_sticky_store_errors",
@@ -85,6 +93,15 @@ impl StoreMetrics {
             "Pin moves (failover, re-placement) this replica published",
             m.moves.clone(),
         );
+        registry.register(
+            "berth_sticky_store_dropped",
+            "Pin hashes not queued for the store because the queue was full (set: touched, the \
+             TTL refresh; dirty, moves to write)",
+            m.dropped.clone(),
+        );
+        for set in ["touched", "dirty"] {
+            let _ = m.dropped.get_or_create(&SetLabels { set });
+        }
         for o in [
             op::PLACE,
             op::MOVE,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::config::defaults;
+use super::defaults;
 
 /// Where the shared pins live and how long the gateway may wait for them.
 #[derive(Clone, PartialEq, Eq)]

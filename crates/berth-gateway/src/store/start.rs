@@ -7,17 +7,18 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
+use super::sync::PinHost;
 use super::{flush, watch};
-use crate::state::AppState;
 
 /// Connects and spawns the store's tasks into `tasks` (stopped with the gateway).
-pub(crate) async fn start(state: &Arc<AppState>, tasks: &mut JoinSet<()>) {
-    let Some(store) = state.store.clone() else {
+pub(crate) async fn start<S: PinHost>(state: &Arc<S>, tasks: &mut JoinSet<()>) {
+    let Some(store) = state.store().cloned() else {
         return;
     };
     store.link.start().await;
     let woken = store.clone();
     tasks.spawn(store.link.clone().run(move || woken.resync.notify_one()));
     tasks.spawn(flush::run(store.clone(), state.clone()));
+    tasks.spawn(flush::run_mover(store.clone(), state.clone()));
     tasks.spawn(watch::run(store, state.clone()));
 }

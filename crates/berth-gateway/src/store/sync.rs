@@ -13,20 +13,40 @@
 //! overwriting once the store answers again: this replica saw the old workers fail), new keys
 //! as touched (written back with place-or-get: a pin another replica stored first wins).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::keyset::KeySet;
 use super::link::Link;
-use super::metrics::{StoreMetrics, op};
+use super::metrics::{SetLabels, StoreMetrics, op};
 use super::names::{self, Names};
 use super::settings::StoreSettings;
 use crate::registry::View;
-use crate::routing::{Branch, Decision, Error as RouteError, Leg, WorkerId};
-use crate::state::AppState;
+use crate::routing::{Branch, Decision, Error as RouteError, Leg, Router, WorkerId};
+
+/// What the store reads and changes of the gateway around it: the local pins (the router),
+/// the current worker view and the routing clock. The gateway's state implements it; the store
+/// needs nothing else of it.
+pub(crate) trait PinHost: Send + Sync + 'static {
+    /// The router whose pins the store mirrors.
+    fn router(&self) -> &Router;
+    /// The current worker view.
+    fn view(&self) -> Arc<View>;
+    /// The routing clock's now.
+    fn now(&self) -> Duration;
+    /// The store, if configured.
+    fn store(&self) -> Option<&Arc<Store>>;
+}
+
+/// Most pin hashes queued in each of `touched` and `dirty` (about 20 MB each when full): past
+/// it a hash is dropped and counted (`berth_sticky_store_dropped_total`). A dropped touched pin
+/// is queued again when its key is next used; a dropped move is not written back, so the store
+/// keeps the older placement until the key moves again.
+pub(crate) const KEYSET_CAP: usize = 1 << 20;
 
 /// The shared pin store of one gateway replica.
 #[derive(Debug)]
@@ -40,13 +60,16 @@ pub(crate) struct Store {
     pub(crate) sync_every: Duration,
     /// Pins used since the last refresh.
     pub(crate) touched: KeySet,
-    /// Pins moved while the store was down, to write back (overwriting).
+    /// Pins moved and not yet written (overwriting): by the mover while the store is up, by
+    /// the refresh after an outage.
     pub(crate) dirty: KeySet,
     pub(crate) place: redis::Script,
     pub(crate) moved: redis::Script,
     pub(crate) delete: redis::Script,
     /// Wakes the refresh at once (the store came back).
     pub(crate) resync: tokio::sync::Notify,
+    /// Wakes the mover: pins moved on the request path wait in `dirty`.
+    pub(crate) wake_mover: tokio::sync::Notify,
     /// New keys whose place-or-get is in flight: a concurrent request for one of them waits
     /// for the answer instead of following the provisional local placement.
     pending: Mutex<HashMap<u128, watch::Receiver<bool>>>,
@@ -60,13 +83,26 @@ impl Store {
         metrics: Arc<StoreMetrics>,
     ) -> Result<Self, String> {
         Ok(Self {
-            link: Arc::new(Link::new(settings, metrics)?),
+            link: Arc::new(Link::new(settings, metrics.clone())?),
             names: Names::new(&settings.prefix),
-            replica: format!("{:016x}", crate::state::fresh_seed()),
+            replica: format!("{:016x}", crate::rng::fresh_seed()),
             ttl_ms: max_idle_secs.saturating_mul(1000),
             sync_every: settings.sync_every,
-            touched: KeySet::default(),
-            dirty: KeySet::default(),
+            touched: KeySet::new(
+                KEYSET_CAP,
+                metrics
+                    .dropped
+                    .get_or_create(&SetLabels { set: "touched" })
+                    .clone(),
+            ),
+            dirty: KeySet::new(
+                KEYSET_CAP,
+                metrics
+                    .dropped
+                    .get_or_create(&SetLabels { set: "dirty" })
+                    .clone(),
+            ),
+            wake_mover: tokio::sync::Notify::new(),
             place: names::place_script(),
             moved: names::move_script(),
             delete: names::delete_script(),
@@ -81,8 +117,8 @@ impl Store {
     }
 
     /// The store value of the local pin `hash` (`None`: not pinned here).
-    pub(crate) fn local_value(state: &AppState, view: &View, hash: u128) -> Option<String> {
-        let workers = state.router.pinned(hash)?;
+    pub(crate) fn local_value<S: PinHost>(state: &S, view: &View, hash: u128) -> Option<String> {
+        let workers = state.router().pinned(hash)?;
         let urls: Vec<&str> = workers
             .iter()
             .filter_map(|w| view.worker(*w))
@@ -93,15 +129,15 @@ impl Store {
 
     /// Makes the local pin `hash` what the store says (workers this replica does not know
     /// are skipped); returns whether it changed anything.
-    pub(crate) fn adopt(state: &AppState, view: &View, hash: u128, value: &str) -> bool {
+    pub(crate) fn adopt<S: PinHost>(state: &S, view: &View, hash: u128, value: &str) -> bool {
         let ids: Vec<WorkerId> = names::decode(value)
             .into_iter()
             .filter_map(|url| view.workers.iter().find(|w| &*w.url == url).map(|w| w.id))
             .collect();
         !ids.is_empty()
             && state
-                .router
-                .install_pin(hash, &ids, state.clock.now(), &view.snapshot)
+                .router()
+                .install_pin(hash, &ids, state.now(), &view.snapshot)
     }
 
     /// Marks `hash` as being placed until the returned guard drops.
@@ -127,69 +163,40 @@ impl Store {
         p.get(&hash).cloned()
     }
 
-    /// Publishes the local pin `hash` as moved (background; dirty while the store is down).
-    fn publish_move(self: &Arc<Self>, state: &Arc<AppState>, hash: u128) {
-        if !self.link.is_up() {
-            self.dirty.insert(hash);
-            return;
+    /// Publishes the local pin `hash` as moved: queued for the mover task (one task writes
+    /// every move, batched), or for the refresh while the store is down.
+    fn publish_move(&self, hash: u128) {
+        self.dirty.insert(hash);
+        if self.link.is_up() {
+            self.wake_mover.notify_one();
         }
-        let (store, state) = (self.clone(), state.clone());
-        tokio::spawn(async move {
-            let view = state.registry.view();
-            let Some(value) = Store::local_value(&state, &view, hash) else {
-                return;
-            };
-            let s = &*store;
-            let key = s.names.key(hash);
-            let msg = names::message(&s.replica, hash);
-            let changed = s
-                .link
-                .call(op::MOVE, |mut c| async move {
-                    s.moved
-                        .key(key)
-                        .arg(value)
-                        .arg(s.ttl_ms)
-                        .arg(&s.names.channel)
-                        .arg(msg)
-                        .invoke_async::<i64>(&mut c)
-                        .await
-                })
-                .await;
-            match changed {
-                Some(1) => {
-                    store.metrics().moves.inc();
-                }
-                Some(_) => {}
-                None => store.dirty.insert(hash),
-            }
-        });
     }
 }
 
 /// The pin hash of a keyed decision.
-fn hash_of(state: &AppState, d: &Decision, model: Option<&str>) -> Option<u128> {
+fn hash_of<S: PinHost>(state: &S, d: &Decision, model: Option<&str>) -> Option<u128> {
     let key = d.key.as_ref()?;
-    state.router.pin_hash(&key.key, model, Leg::Regular)
+    state.router().pin_hash(&key.key, model, Leg::Regular)
 }
 
 /// After every routing decision (no IO): a hit marks its pin touched, a move is published.
-pub(crate) fn observe(state: &Arc<AppState>, d: &Decision, model: Option<&str>) {
-    let Some(store) = &state.store else { return };
+pub(crate) fn observe<S: PinHost>(state: &Arc<S>, d: &Decision, model: Option<&str>) {
+    let Some(store) = state.store() else { return };
     let Some(branch) = d.branch else { return };
     match branch {
         // a new key is written by `settle` (or marked touched there when the store is down); a
         // retry's new pin (its key was evicted meanwhile) is written when its key is next hit
         Branch::NoRoutingId | Branch::NoHealthyWorkers | Branch::Vacant => {}
         Branch::OccupiedHit => {
-            if let Some(h) = hash_of(state, d, model) {
+            if let Some(h) = hash_of(&**state, d, model) {
                 store.touched.insert(h);
             }
         }
         // `occupied_miss` (failover), `cap_respill`, and any branch a policy adds that moves
         // pins: the move script publishes only when the pin really changed
         _ => {
-            if let Some(h) = hash_of(state, d, model) {
-                store.publish_move(state, h);
+            if let Some(h) = hash_of(&**state, d, model) {
+                store.publish_move(h);
             }
         }
     }
@@ -221,18 +228,18 @@ impl Drop for Placing<'_> {
 /// already there and routes again (`reroute`). A sticky hit on a key whose placement is still
 /// in flight (a concurrent first request on this replica) waits for it, bounded by the
 /// timeout, and routes again. Other decisions pass through untouched.
-pub(crate) async fn settle(
-    state: &Arc<AppState>,
+pub(crate) async fn settle<S: PinHost>(
+    state: &Arc<S>,
     d: Decision,
     model: Option<&str>,
     reroute: impl FnOnce() -> Result<Decision, RouteError>,
 ) -> Decision {
-    let Some(store) = &state.store else { return d };
+    let Some(store) = state.store() else { return d };
     if d.branch == Some(Branch::OccupiedHit) {
         if store.pending_n.load(Ordering::Relaxed) == 0 {
             return d;
         }
-        let Some(mut placing) = hash_of(state, &d, model).and_then(|h| store.placing(h)) else {
+        let Some(mut placing) = hash_of(&**state, &d, model).and_then(|h| store.placing(h)) else {
             return d;
         };
         let _ = tokio::time::timeout(store.link.timeout, placing.wait_for(|done| *done)).await;
@@ -241,7 +248,7 @@ pub(crate) async fn settle(
     if d.branch != Some(Branch::Vacant) {
         return d;
     }
-    let Some(hash) = hash_of(state, &d, model) else {
+    let Some(hash) = hash_of(&**state, &d, model) else {
         return d;
     };
     if !store.link.is_up() {
@@ -250,8 +257,8 @@ pub(crate) async fn settle(
         return d;
     }
     let _placing = store.begin_placing(hash);
-    let view = state.registry.view();
-    let Some(ours) = Store::local_value(state, &view, hash) else {
+    let view = state.view();
+    let Some(ours) = Store::local_value(&**state, &view, hash) else {
         return d;
     };
     let key = store.names.key(hash);
@@ -278,7 +285,7 @@ pub(crate) async fn settle(
         Some(None) => d,
         Some(Some(theirs)) if theirs == ours => d,
         Some(Some(theirs)) => {
-            if !Store::adopt(state, &view, hash, &theirs) {
+            if !Store::adopt(&**state, &view, hash, &theirs) {
                 return d;
             }
             store.metrics().adopted.inc();
@@ -287,40 +294,5 @@ pub(crate) async fn settle(
                 Err(_) => d,
             }
         }
-    }
-}
-
-/// A set of pin hashes, sharded so request threads rarely contend.
-#[derive(Debug)]
-pub(crate) struct KeySet {
-    shards: Box<[Mutex<HashSet<u128>>]>,
-}
-
-const KEYSET_SHARDS: usize = 16;
-
-impl Default for KeySet {
-    fn default() -> Self {
-        Self {
-            shards: (0..KEYSET_SHARDS).map(|_| Mutex::default()).collect(),
-        }
-    }
-}
-
-impl KeySet {
-    pub(crate) fn insert(&self, hash: u128) {
-        self.shards[(hash >> 64) as usize % KEYSET_SHARDS]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(hash);
-    }
-
-    /// Takes every hash out.
-    pub(crate) fn drain(&self) -> Vec<u128> {
-        let mut out = Vec::new();
-        for s in self.shards.iter() {
-            let taken = std::mem::take(&mut *s.lock().unwrap_or_else(PoisonError::into_inner));
-            out.extend(taken);
-        }
-        out
     }
 }

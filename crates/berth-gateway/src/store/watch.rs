@@ -12,14 +12,13 @@ use futures_util::StreamExt;
 
 use super::metrics::{OpLabels, op};
 use super::names;
-use super::sync::Store;
-use crate::state::AppState;
+use super::sync::{PinHost, Store};
 
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Runs the subscriber forever (spawned at start).
-pub(crate) async fn run(store: Arc<Store>, state: Arc<AppState>) {
+pub(crate) async fn run<S: PinHost>(store: Arc<Store>, state: Arc<S>) {
     let mut backoff = BACKOFF_MIN;
     loop {
         match subscribe(&store).await {
@@ -37,8 +36,8 @@ pub(crate) async fn run(store: Arc<Store>, state: Arc<AppState>) {
                     if from == store.replica {
                         continue;
                     }
-                    let view = state.registry.view();
-                    if state.router.drop_pin(hash, &view.snapshot) {
+                    let view = state.view();
+                    if state.router().drop_pin(hash, &view.snapshot) {
                         store.metrics().invalidations.inc();
                     }
                 }

@@ -1,22 +1,23 @@
 //! The pin table: routing key -> remembered workers, for `manual` and the override.
 //!
 //! - `slots.rs`: one shard, an open-addressing table of 32-byte entries.
+//! - `remember.rs`: changing what one pin remembers (workers, in-flight counts).
 //! - this file: the sharded table, its bound, in-flight release and the incremental sweep.
 //!
 //! 256 shards, each behind its own mutex, keep contention negligible: a decision locks one
 //! shard for well under a microsecond. The idle sweep visits one shard per step, so at 10M
 //! pins a step touches about 40k entries and no decision waits longer than that one step.
 
+mod remember;
 pub(crate) mod slots;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-
-use crate::sticky::forget_removed;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+pub(crate) use remember::{bump, forget_removed, set_workers};
 use slots::{Entry, NONE, Slots};
 
-use crate::{WorkerId, WorkerSnapshot};
+use crate::worker::{WorkerId, WorkerSnapshot};
 
 /// Number of shards (a power of two).
 pub(crate) const SHARDS: usize = 256;

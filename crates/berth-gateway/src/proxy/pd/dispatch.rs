@@ -8,30 +8,28 @@
 //! with the prefill response; the decode lease goes with the decode response to the client.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{Request, Response, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use super::bootstrap::{Bootstrap, fresh_room, with_bootstrap};
-use crate::body::ResBody;
 use crate::error::GatewayError;
-use crate::metrics::StatusLabels;
 use crate::pd::PdLegs;
-use crate::pool::{Conn, Fresh, Pool, Reuse};
 use crate::proxy::Endpoint;
 use crate::proxy::headers;
 use crate::proxy::held::Held;
 use crate::proxy::prepare::Prepared;
 use crate::proxy::rank::with_rank;
-use crate::proxy::respond::respond;
+use crate::proxy::respond::{Body, respond};
 use crate::proxy::route::{RouteFacts, record_decision, route_error};
-use crate::proxy::wait::response_within;
-use crate::registry::Worker;
+use crate::registry::{Registry, Worker};
+use crate::rng::with_rng;
 use crate::routing::{Leg, Outcome, WorkerId, is_retryable_status};
-use crate::state::{AppState, with_rng};
+use crate::state::AppState;
+use crate::upstream::{AttemptError, Conn, Pool, Target, UpBody, Upstream};
 
 /// Longest prefill error body kept for the gateway's error message.
 const ERROR_BODY_LIMIT: usize = 2048;
@@ -49,6 +47,8 @@ enum Pair {
     DecodeFailed(GatewayError),
     /// The decode worker answered 502/503/504.
     DecodeRetryable(Response<Incoming>, Conn),
+    /// The request could not be built for a worker: nothing to retry.
+    Refused(GatewayError),
 }
 
 /// Serves one request on a prefill and a decode worker.
@@ -59,7 +59,7 @@ pub(crate) async fn dispatch(
     endpoint: Endpoint,
     prep: Prepared,
     start: Instant,
-) -> Result<Response<ResBody>, GatewayError> {
+) -> Result<Response<Body>, GatewayError> {
     let Prepared {
         parts,
         held,
@@ -140,7 +140,12 @@ pub(crate) async fn dispatch(
             )
         })?;
         tracing::debug!(prefill = %pw.url, decode = %dw.url, room, "PD pair");
-        let outcome = attempt(state, legs, pool, &parts, &pw, &dw, sent).await;
+        let upstream = Upstream {
+            pool,
+            timeout: state.config.request_timeout,
+            metrics: &state.metrics.upstream,
+        };
+        let outcome = attempt(&upstream, legs, &state.registry, &parts, &pw, &dw, sent).await;
         // The prefill's work is over whatever happened: its lease ends here.
         drop(prefill);
         let retry_left = attempts < state.config.retry_max_retries;
@@ -164,6 +169,7 @@ pub(crate) async fn dispatch(
                 tried_decode.push(dw.id);
                 failed = Some(error);
             }
+            Pair::Refused(error) => return Err(error),
             Pair::DecodeRetryable(resp, conn) => {
                 // Passed through when no other decode worker is left (as in regular mode).
                 let others = decode_view.snapshot.candidates(model).len() > tried_decode.len() + 1;
@@ -179,20 +185,21 @@ pub(crate) async fn dispatch(
 }
 
 /// One pair attempt: both legs sent at once; the decode answer is taken once the prefill ended
-/// well (a prefill failure drops the decode request, which cancels it on the worker).
-#[allow(clippy::too_many_arguments)]
+/// well (a prefill failure drops the decode request, which cancels it on the worker). Each leg
+/// is one [`Upstream::attempt`], which reports its outcome to the leg's own breaker.
 async fn attempt(
-    state: &AppState,
+    upstream: &Upstream<'_>,
     legs: &PdLegs,
-    pool: &Arc<Pool>,
+    decode_registry: &Arc<Registry>,
     parts: &http::request::Parts,
     pw: &Worker,
     dw: &Worker,
     body: Bytes,
 ) -> Pair {
-    let timeout = state.config.request_timeout;
-    let prefill = run_prefill(state, pool, parts, pw, body.clone(), timeout);
-    let decode = send(pool, parts, dw, body, timeout);
+    let prefill = run_prefill(upstream, &legs.registry, parts, pw, body.clone());
+    let decode = send(upstream, parts, dw, body, |o| {
+        decode_registry.report(dw, o);
+    });
     tokio::pin!(prefill, decode);
     let mut decoded = None;
     let prefilled = loop {
@@ -202,70 +209,66 @@ async fn attempt(
         }
     };
     if let Err((error, retryable)) = prefilled {
-        if retryable {
-            legs.registry.report(pw, Outcome::Failure);
-        }
         return Pair::PrefillFailed { error, retryable };
     }
-    legs.registry.report(pw, Outcome::Success);
     let decoded = match decoded {
         Some(d) => d,
         None => decode.await,
     };
     match decoded {
-        Ok((resp, conn)) => {
-            let status = resp.status().as_u16();
-            count_status(state, status);
-            if is_retryable_status(status) {
-                state.registry.report(dw, Outcome::Failure);
-                return Pair::DecodeRetryable(resp, conn);
-            }
-            let outcome = if status >= 500 {
-                Outcome::Failure
-            } else {
-                Outcome::Success
-            };
-            state.registry.report(dw, outcome);
-            Pair::Done(resp, conn)
+        Ok((resp, conn)) if is_retryable_status(resp.status().as_u16()) => {
+            Pair::DecodeRetryable(resp, conn)
         }
-        Err(error) => {
-            state.registry.report(dw, Outcome::Failure);
-            Pair::DecodeFailed(error)
-        }
+        Ok((resp, conn)) => Pair::Done(resp, conn),
+        Err(AttemptError::Worker(error)) => Pair::DecodeFailed(error),
+        Err(AttemptError::Request(error)) => Pair::Refused(error),
     }
 }
 
-/// Sends the prefill leg and reads its response to the end. `Err((error, retryable))`: the
-/// prefill did not end well; not retryable when the worker refused the request (4xx) or
-/// answered a server error other than 502/503/504.
+/// Sends the prefill leg and reads its response to the end, keeping at most
+/// [`ERROR_BODY_LIMIT`] bytes (for the error message; a 2xx body is discarded as it arrives).
+/// `Err((error, retryable))`: the prefill did not end well; not retryable when the worker
+/// refused the request (4xx) or answered a server error other than 502/503/504.
 async fn run_prefill(
-    state: &AppState,
-    pool: &Arc<Pool>,
+    upstream: &Upstream<'_>,
+    registry: &Arc<Registry>,
     parts: &http::request::Parts,
     pw: &Worker,
     body: Bytes,
-    timeout: Duration,
 ) -> Result<(), (GatewayError, bool)> {
     let failed = |reason: String| GatewayError::PrefillFailed {
         worker: pw.url.to_string(),
         reason,
     };
-    let (resp, conn) = send(pool, parts, pw, body, timeout).await.map_err(|e| {
-        let reason = match e {
-            GatewayError::UpstreamTimeout(_) => {
-                "no answer within --request-timeout-secs".to_owned()
-            }
-            other => other.to_string(),
-        };
-        (failed(reason), true)
-    })?;
+    let report = |o| {
+        registry.report(pw, o);
+    };
+    let (resp, conn) = match send(upstream, parts, pw, body, report).await {
+        Ok(sent) => sent,
+        Err(AttemptError::Worker(GatewayError::UpstreamTimeout(_))) => {
+            return Err((
+                failed("no answer within --request-timeout-secs".to_owned()),
+                true,
+            ));
+        }
+        Err(AttemptError::Worker(e)) => return Err((failed(e.to_string()), true)),
+        Err(AttemptError::Request(e)) => return Err((e, false)),
+    };
     let status = resp.status().as_u16();
-    count_status(state, status);
-    let read = tokio::time::timeout(timeout, resp.into_body().collect()).await;
-    let bytes = match read {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) => return Err((failed(format!("its response broke off: {e}")), true)),
+    let keep = if (200..300).contains(&status) {
+        0
+    } else {
+        ERROR_BODY_LIMIT
+    };
+    let read = tokio::time::timeout(upstream.timeout, read_capped(resp.into_body(), keep)).await;
+    let kept = match read {
+        Ok(Ok(kept)) => kept,
+        Ok(Err(e)) => {
+            report(Outcome::Failure);
+            return Err((failed(format!("its response broke off: {e}")), true));
+        }
         Err(_) => {
+            report(Outcome::Failure);
             return Err((
                 failed("its response did not end within --request-timeout-secs".to_owned()),
                 true,
@@ -276,7 +279,7 @@ async fn run_prefill(
     if (200..300).contains(&status) {
         return Ok(());
     }
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_BODY_LIMIT)]).into_owned();
+    let text = String::from_utf8_lossy(&kept).into_owned();
     if (400..500).contains(&status) {
         return Err((
             GatewayError::PrefillRejected {
@@ -293,29 +296,40 @@ async fn run_prefill(
     ))
 }
 
-/// Sends one leg's request; a stale pooled connection is retried once on a fresh one (the
-/// worker closed it after its previous reply: no failure of the worker).
+/// Reads `body` to its end, keeping its first `keep` bytes.
+async fn read_capped(mut body: Incoming, keep: usize) -> Result<Bytes, hyper::Error> {
+    let mut kept = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            let room = keep.saturating_sub(kept.len());
+            kept.extend_from_slice(&data[..data.len().min(room)]);
+        }
+    }
+    Ok(kept.freeze())
+}
+
+/// Sends one leg's request as one attempt (stale-connection re-send, timeout, status count and
+/// breaker report are the attempt's).
 async fn send(
-    pool: &Arc<Pool>,
+    upstream: &Upstream<'_>,
     parts: &http::request::Parts,
     worker: &Worker,
     body: Bytes,
-    timeout: Duration,
-) -> Result<(Response<Incoming>, Conn), GatewayError> {
-    let up = leg_request(parts, worker, body.clone())?;
-    let mut sent = response_within(pool.send(worker, up, Reuse::Pooled), timeout, None).await;
-    if matches!(&sent, Some(Err(e)) if e.reused) {
-        let up = leg_request(parts, worker, body)?;
-        sent = response_within(pool.send(worker, up, Fresh), timeout, None).await;
-    }
-    match sent {
-        Some(Ok(ok)) => Ok(ok),
-        Some(Err(e)) => Err(GatewayError::UpstreamConnection {
-            worker: worker.url.to_string(),
-            reason: e.reason,
-        }),
-        None => Err(GatewayError::UpstreamTimeout(worker.url.to_string())),
-    }
+    report: impl Fn(Outcome),
+) -> Result<(Response<Incoming>, Conn), AttemptError> {
+    let target = Target {
+        id: worker.id,
+        addr: &worker.addr,
+        url: &worker.url,
+    };
+    upstream
+        .attempt(
+            target,
+            None,
+            || leg_request(parts, worker, body.clone()).map(Some),
+            report,
+        )
+        .await
 }
 
 /// The request to one leg's worker: the client's method, path and end-to-end headers, the
@@ -324,14 +338,14 @@ fn leg_request(
     parts: &http::request::Parts,
     worker: &Worker,
     body: Bytes,
-) -> Result<Request<crate::upstream::UpBody>, GatewayError> {
+) -> Result<Request<UpBody>, GatewayError> {
     let body = worker
         .addr
         .rank()
         .and_then(|r| with_rank(&body, r))
         .unwrap_or(body);
     let len = body.len();
-    let mut up = Request::new(crate::upstream::UpBody::Full(Some(body)));
+    let mut up = Request::new(UpBody::Full(Some(body)));
     *up.method_mut() = parts.method.clone();
     *up.uri_mut() = worker
         .addr
@@ -342,14 +356,4 @@ fn leg_request(
     headers.insert(header::CONTENT_LENGTH, http::HeaderValue::from(len));
     *up.headers_mut() = headers;
     Ok(up)
-}
-
-fn count_status(state: &AppState, status: u16) {
-    state
-        .metrics
-        .upstream_status
-        .get_or_create(&StatusLabels {
-            status_code: status,
-        })
-        .inc();
 }

@@ -1,4 +1,5 @@
-use super::*;
+use crate::worker::Ring;
+use crate::worker::WorkerId;
 use proptest::prelude::*;
 
 fn urls(n: usize) -> Vec<String> {

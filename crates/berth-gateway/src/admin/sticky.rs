@@ -7,15 +7,14 @@
 
 use http::{Response, StatusCode};
 
-use super::metrics::op;
-use super::names;
-use super::sync::Store;
-use crate::admin::{json, percent_decode};
-use crate::body::ResBody;
+use super::respond::json;
+use super::workers::percent_decode;
 use crate::error::GatewayError;
+use crate::proxy::Body;
 use crate::registry::View;
 use crate::routing::Leg;
 use crate::state::AppState;
+use crate::store::{Store, decode_urls};
 
 /// The key, model and pin hash a `/sticky/{key}` request names.
 struct Target {
@@ -55,7 +54,7 @@ fn target(
 }
 
 fn urls(value: &str) -> serde_json::Value {
-    serde_json::json!(names::decode(value))
+    serde_json::json!(decode_urls(value))
 }
 
 /// `GET /sticky/{key}`.
@@ -63,7 +62,7 @@ pub(crate) async fn show(
     state: &AppState,
     raw_key: &str,
     query: Option<&str>,
-) -> Result<Response<ResBody>, GatewayError> {
+) -> Result<Response<Body>, GatewayError> {
     let view = state.registry.view();
     let t = target(state, &view, raw_key, query)?;
     let local = Store::local_value(state, &view, t.hash);
@@ -74,23 +73,10 @@ pub(crate) async fn show(
         "local": local.as_deref().map(urls),
     });
     if let Some(store) = &state.store {
-        let key = store.names.key(t.hash);
-        let got = store
-            .link
-            .call(op::ADMIN, |mut c| async move {
-                redis::pipe()
-                    .get(&key)
-                    .pttl(&key)
-                    .query_async::<(Option<String>, i64)>(&mut c)
-                    .await
-            })
-            .await;
-        match got {
-            Some((value, pttl)) => {
-                body["store"] = value.as_deref().map(urls).into();
-                body["store_ttl_secs"] = (pttl >= 0 && value.is_some())
-                    .then_some(pttl as f64 / 1000.0)
-                    .into();
+        match store.read_pin(t.hash).await {
+            Some(stored) => {
+                body["store"] = stored.urls.into();
+                body["store_ttl_secs"] = stored.ttl_secs.into();
             }
             None => body["store_error"] = "sticky store unavailable".into(),
         }
@@ -103,7 +89,7 @@ pub(crate) async fn delete(
     state: &AppState,
     raw_key: &str,
     query: Option<&str>,
-) -> Result<Response<ResBody>, GatewayError> {
+) -> Result<Response<Body>, GatewayError> {
     let view = state.registry.view();
     let t = target(state, &view, raw_key, query)?;
     let local = state.router.drop_pin(t.hash, &view.snapshot);
@@ -114,22 +100,8 @@ pub(crate) async fn delete(
         "local": local,
     });
     if let Some(store) = &state.store {
-        let key = store.names.key(t.hash);
-        let msg = names::message(&store.replica, t.hash);
-        let deleted = store
-            .link
-            .call(op::ADMIN, |mut c| async move {
-                store
-                    .delete
-                    .key(key)
-                    .arg(&store.names.channel)
-                    .arg(msg)
-                    .invoke_async::<i64>(&mut c)
-                    .await
-            })
-            .await;
-        match deleted {
-            Some(n) => body["store"] = (n > 0).into(),
+        match store.delete_pin(t.hash).await {
+            Some(stored) => body["store"] = stored.into(),
             None => return Err(GatewayError::StoreUnavailable),
         }
     }

@@ -1,24 +1,20 @@
-//! Connections to workers and the body type sent on them.
+//! Opening connections to workers, and one-off requests (probes, the admin fan-out).
 //!
 //! [`HttpClient`] opens a worker connection, plain TCP for `http://` workers and TLS for
 //! `https://` ones (verified against `--ca-cert-paths`, with the `--client-cert-path` identity
 //! when set); the request path keeps those connections alive in `pool.rs`, and probes
-//! ([`get`]) use one connection each. A request body is either bytes the gateway already holds
-//! (buffered, so it can be re-sent on a retry) or the client's body streamed through untouched.
+//! ([`get`]) use one connection each.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tokio_rustls::TlsConnector;
 
-use crate::proxy::{BoxError, ReplayBody};
-use crate::registry::WorkerAddr;
+use super::addr::WorkerAddr;
+use super::body::UpBody;
 use crate::tls::MaybeTls;
 
 /// Time allowed to open a connection (TCP, and the TLS handshake for `https://` workers).
@@ -69,45 +65,6 @@ impl HttpClient {
             .map_err(|_| format!("TLS handshake with {target} timed out"))?
             .map_err(|e| format!("TLS handshake with {target}: {e}"))?;
         Ok(MaybeTls::Tls(Box::new(tls)))
-    }
-}
-
-/// A request body sent to a worker.
-#[derive(Debug)]
-pub(crate) enum UpBody {
-    /// Bytes held by the gateway (re-sendable).
-    Full(Option<Bytes>),
-    /// The client's body, streamed (and kept for a possible retry, see `proxy/replay.rs`).
-    Stream(ReplayBody),
-}
-
-impl Body for UpBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        match self.get_mut() {
-            Self::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            Self::Stream(s) => Pin::new(s).poll_frame(cx),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            Self::Full(b) => b.is_none(),
-            Self::Stream(s) => s.is_end_stream(),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Self::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
-            Self::Full(None) => SizeHint::with_exact(0),
-            Self::Stream(s) => s.size_hint(),
-        }
     }
 }
 

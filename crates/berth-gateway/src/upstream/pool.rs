@@ -23,9 +23,11 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 
-use crate::registry::Worker;
+use super::addr::WorkerAddr;
+use super::body::UpBody;
+use super::client::HttpClient;
+use super::replay::Replayable;
 use crate::routing::WorkerId;
-use crate::upstream::{HttpClient, UpBody};
 
 /// Idle connections kept per worker.
 const MAX_IDLE_PER_WORKER: usize = 1024;
@@ -72,12 +74,23 @@ pub(crate) struct Conn {
     sender: SendRequest<UpBody>,
     worker: WorkerId,
     pool: Arc<Pool>,
+    /// The client's streamed body this request is still sending, if any.
+    upload: Option<Replayable>,
 }
 
 impl Conn {
-    /// Returns the connection to the idle list (the response body was read to its end).
+    /// Marks the connection as carrying `upload` (a streamed request body).
+    pub(crate) fn uploading(mut self, upload: Option<&Replayable>) -> Self {
+        self.upload = upload.cloned();
+        self
+    }
+
+    /// Returns the connection to the idle list (the response body was read to its end). A
+    /// connection whose request body is still being sent (the worker answered before the
+    /// client's upload ended) is not free: it is left to close once the upload ends, so no
+    /// other request queues behind another client's upload.
     pub(crate) fn release(self) {
-        if self.sender.is_closed() {
+        if self.sender.is_closed() || self.upload.as_ref().is_some_and(|u| !u.upload_finished()) {
             return;
         }
         let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
@@ -117,22 +130,24 @@ impl Pool {
         None
     }
 
-    /// Sends `req` to `worker` on a pooled (unless `reuse` is [`Fresh`]) or new connection.
+    /// Sends `req` to worker `id` at `addr` on a pooled (unless `reuse` is [`Fresh`]) or new
+    /// connection.
     pub(crate) async fn send(
         self: &Arc<Self>,
-        worker: &Worker,
+        id: WorkerId,
+        addr: &WorkerAddr,
         mut req: Request<UpBody>,
         reuse: Reuse,
     ) -> Result<(Response<Incoming>, Conn), SendError> {
         loop {
             let pooled = match reuse {
-                Reuse::Pooled => self.checkout(worker.id),
+                Reuse::Pooled => self.checkout(id),
                 Reuse::Fresh => None,
             };
             let (mut sender, reused) = match pooled {
                 Some(s) => (s, true),
                 None => (
-                    connect(&self.client, worker)
+                    connect(&self.client, addr)
                         .await
                         .map_err(SendError::fresh)?,
                     false,
@@ -151,8 +166,9 @@ impl Pool {
                 Ok(resp) => {
                     let conn = Conn {
                         sender,
-                        worker: worker.id,
+                        worker: id,
                         pool: self.clone(),
+                        upload: None,
                     };
                     return Ok((resp, conn));
                 }
@@ -171,8 +187,8 @@ impl Pool {
     }
 }
 
-async fn connect(client: &HttpClient, worker: &Worker) -> Result<SendRequest<UpBody>, String> {
-    let stream = client.connect(&worker.addr).await?;
+async fn connect(client: &HttpClient, addr: &WorkerAddr) -> Result<SendRequest<UpBody>, String> {
+    let stream = client.connect(addr).await?;
     let (sender, conn) = http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| e.to_string())?;
@@ -203,7 +219,10 @@ mod tests {
             let mut req = Request::get("/v1/models").body(UpBody::Full(None)).unwrap();
             req.headers_mut()
                 .insert(http::header::HOST, worker.host_header.clone());
-            let (resp, conn) = pool.send(&worker, req, Reuse::Pooled).await.unwrap();
+            let (resp, conn) = pool
+                .send(worker.id, &worker.addr, req, Reuse::Pooled)
+                .await
+                .unwrap();
             assert_eq!(resp.status(), 200);
             resp.into_body().collect().await.unwrap();
             conn.release();

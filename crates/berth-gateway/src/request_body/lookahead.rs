@@ -3,14 +3,14 @@
 //! A streamed body is not buffered, but an unknown `model` must be refused (404
 //! `model_not_found`) before any byte reaches a worker. So the gateway reads the body's first
 //! frames through [`ModelScan`] until the scan answers, the body ends, or [`LOOKAHEAD_LIMIT`]
-//! bytes are held; those frames are then the first bytes sent (see `replay.rs`). A model that
+//! bytes are held; those frames are then the first bytes sent (see `upstream/replay.rs`). A model that
 //! comes later (an SDK that writes `messages` first and the body is large) is checked as the rest
 //! streams: an unknown one then cuts the worker's request off before the body is complete (the
 //! worker never runs it) and the client still gets 404.
 
 use std::sync::Arc;
 
-use crate::request_body::ClientBody;
+use super::client::ClientBody;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use tokio::time::Instant;
@@ -20,7 +20,11 @@ use crate::error::GatewayError;
 use crate::model_scan::{Found, ModelScan};
 
 /// Most bytes held while looking for the model (the replay capture's size).
-pub(crate) const LOOKAHEAD_LIMIT: usize = super::replay::CAPTURE_LIMIT;
+pub(crate) const LOOKAHEAD_LIMIT: usize = CAPTURE_LIMIT;
+
+/// Largest streamed body kept for replay on a retry (`upstream/replay.rs`); the lookahead holds
+/// at most as much, since what it read is the replay's first frames.
+pub(crate) const CAPTURE_LIMIT: usize = 256 * 1024;
 
 /// What was read ahead.
 #[derive(Debug, Default)]

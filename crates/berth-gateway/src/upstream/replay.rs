@@ -22,18 +22,13 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::request_body::ClientBody;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 
-use super::deadline::BodyDeadline;
-use super::lookahead::{LateCheck, Lookahead};
 use crate::error::GatewayError;
-
-/// Largest streamed body kept for replay.
-pub(crate) const CAPTURE_LIMIT: usize = 256 * 1024;
+use crate::request_body::{BodyDeadline, ClientBody, LateCheck, Lookahead};
 
 /// Error type of request bodies sent to workers.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -155,6 +150,14 @@ impl Replayable {
             return Some(GatewayError::ModelNotFound(model.clone()));
         }
         s.client_error.clone().map(GatewayError::ClientBody)
+    }
+
+    /// Whether the client has sent its whole body (or the body failed): nothing the
+    /// connection still writes waits on the client. A body of known length is complete once
+    /// its last byte was read, even if nobody polled it for its end.
+    pub(crate) fn upload_finished(&self) -> bool {
+        let s = self.lock();
+        *s.done.borrow() || s.source.as_ref().is_some_and(Body::is_end_stream)
     }
 
     /// Resolves to `true` once the client's body has ended (completely or not).

@@ -4,17 +4,30 @@
 //! Waiting for a client's body is the client's time, never a worker's: a body that stalls (no
 //! byte for `--request-body-idle-timeout-secs`) or is not complete `--request-body-timeout-secs`
 //! after the request head ends the request with 408 `request_body_timeout`, whether the body is
-//! buffered (read here) or streamed to a worker (see `replay.rs`, which applies the same
+//! buffered (read here) or streamed to a worker (see `upstream/replay.rs`, which applies the same
 //! [`BodyDeadline`] while the worker's connection pulls the body). Neither counts against the
 //! worker's breaker, is retried, or is reported as `upstream_timeout`.
 
-use crate::request_body::ClientBody;
+use std::time::Duration;
+
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use tokio::time::Instant;
 
-use crate::config::BodyTimeouts;
+use super::client::ClientBody;
 use crate::error::GatewayError;
+
+/// How long the gateway waits for a client's request body. Time spent here is the client's:
+/// it never counts against a worker (no breaker failure, no retry, no `upstream_timeout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyTimeouts {
+    /// The whole body must have arrived this long after the request head
+    /// (`--request-body-timeout-secs`); `None`: no bound.
+    pub total: Option<Duration>,
+    /// No body byte for this long ends the request (`--request-body-idle-timeout-secs`);
+    /// `None`: no bound.
+    pub idle: Option<Duration>,
+}
 
 /// The bounds on one request's body, fixed when its head arrived.
 #[derive(Clone, Copy, Debug)]

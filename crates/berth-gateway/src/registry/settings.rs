@@ -1,0 +1,27 @@
+//! The registry's settings (part of [`crate::GatewayConfig`], validated there).
+
+use std::time::Duration;
+
+/// Per-worker circuit breaker settings.
+#[derive(Clone, Debug)]
+pub struct BreakerSettings {
+    /// Consecutive failures that open the breaker (`--cb-failure-threshold`).
+    pub failure_threshold: u32,
+    /// Successes in half-open that close it again (`--cb-success-threshold`).
+    pub success_threshold: u32,
+    /// How long it stays open before a half-open trial (`--cb-timeout-duration-secs`).
+    pub open_timeout: Duration,
+}
+
+/// Active health-check settings.
+#[derive(Clone, Debug)]
+pub struct HealthSettings {
+    /// Time between probes of each worker (`--health-check-interval-secs`).
+    pub interval: Duration,
+    /// Timeout of one probe (`--health-check-timeout-secs`).
+    pub timeout: Duration,
+    /// Consecutive failed probes that take a worker out (`--health-failure-threshold`).
+    pub failure_threshold: u32,
+    /// Consecutive good probes that bring it back (`--health-success-threshold`).
+    pub success_threshold: u32,
+}

@@ -1,0 +1,28 @@
+//! No import circle between the gateway's top-level modules (docs/architecture.md names the
+//! layers). The graph reader is shared with berth-routing's `tests/layers.rs`.
+
+#[path = "../../berth-routing/tests/support/module_graph.rs"]
+mod module_graph;
+
+#[test]
+fn top_level_modules_import_one_way() {
+    let graph = module_graph::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    let cycles = module_graph::cycles(&graph);
+    assert!(
+        cycles.is_empty(),
+        "import circles between top-level modules: {cycles:?}\n{}",
+        module_graph::render(&graph)
+    );
+    let doc = include_str!("../../../docs/architecture.md");
+    let layers = module_graph::layers(doc, "berth-gateway layers");
+    let wrong = module_graph::layer_violations(&graph, &layers);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Prints the graph (`cargo test -p berth-gateway --test layers -- --nocapture print`), for
+/// docs/architecture.md.
+#[test]
+fn print_module_graph() {
+    let graph = module_graph::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    println!("{}", module_graph::render(&graph));
+}

@@ -1,0 +1,241 @@
+//! What a decision is made of and what it returns: the request's facts ([`RouteRequest`]),
+//! the decision ([`Decision`], [`Branch`], [`Leg`]), the [`Lease`] that holds a request's
+//! in-flight counts, and the counters the router reports.
+//!
+//! These types sit below both the router (`router.rs`) and the pinned path (`sticky.rs`), so
+//! neither imports the other's types.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::key::{HeaderSource, RoutingKey};
+use crate::pin::PinTable;
+use crate::policy::ttft::cost::FleetCost;
+use crate::worker::{WorkerId, WorkerSnapshot, WorkerStats};
+
+/// Which leg of a request a decision is for; prefill and decode pins are independent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Leg {
+    /// A regular (non-disaggregated) request.
+    #[default]
+    Regular,
+    /// The prefill leg in prefill/decode mode.
+    Prefill,
+    /// The decode leg in prefill/decode mode.
+    Decode,
+}
+
+/// The branch a pinned decision took (the `branch` label of `smg_manual_policy_branch_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Branch {
+    /// A remembered worker was available and took the request.
+    OccupiedHit,
+    /// The key was known but none of its workers was available: placed again.
+    OccupiedMiss,
+    /// A new key: placed and pinned.
+    Vacant,
+    /// The key hit the in-flight threshold on its worker: placed again.
+    CapRespill,
+    /// The request had no key: the policy placed it, nothing was pinned.
+    NoRoutingId,
+    /// No worker was available.
+    NoHealthyWorkers,
+    /// `ttft_aware` moved the key: staying was predicted clearly slower than recomputing the
+    /// prompt on another worker.
+    TtftMove,
+}
+
+impl Branch {
+    /// Every branch, for metric initialisation.
+    pub const ALL: [Self; 7] = [
+        Self::OccupiedHit,
+        Self::OccupiedMiss,
+        Self::Vacant,
+        Self::CapRespill,
+        Self::NoRoutingId,
+        Self::NoHealthyWorkers,
+        Self::TtftMove,
+    ];
+
+    /// The metric label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OccupiedHit => "occupied_hit",
+            Self::OccupiedMiss => "occupied_miss",
+            Self::Vacant => "vacant",
+            Self::CapRespill => "cap_respill",
+            Self::NoRoutingId => "no_routing_id",
+            Self::NoHealthyWorkers => "no_healthy_workers",
+            Self::TtftMove => "ttft_move",
+        }
+    }
+}
+
+/// The facts of one request that routing may use.
+#[derive(Clone, Copy)]
+pub struct RouteRequest<'a> {
+    /// The body `rid`, if the caller read the body and found one (for rerank, the first id).
+    pub rid: Option<&'a str>,
+    /// The request headers.
+    pub headers: &'a dyn HeaderSource,
+    /// The model the request names (or the fleet's only model).
+    pub model: Option<&'a str>,
+    /// The leg.
+    pub leg: Leg,
+    /// Request text for `cache_aware`, when the body was read.
+    pub text: Option<&'a str>,
+    /// Routing-token hint for `cache_aware`, when valid.
+    pub tokens: Option<&'a [u32]>,
+    /// Workers already tried for this request (retries): treated as unavailable.
+    pub exclude: &'a [WorkerId],
+    /// Whether the response will be a stream (the body's `stream`), when the body was read;
+    /// `ttft_aware` counts a streamed request as queued prefill until its first byte.
+    pub stream: Option<bool>,
+}
+
+impl std::fmt::Debug for RouteRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouteRequest")
+            .field("rid", &self.rid)
+            .field("model", &self.model)
+            .field("leg", &self.leg)
+            .field("exclude", &self.exclude)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a request goes, and why.
+#[derive(Debug)]
+pub struct Decision {
+    /// The chosen worker.
+    pub worker: WorkerId,
+    /// The pinned-path branch; `None` when the router keeps no pins.
+    pub branch: Option<Branch>,
+    /// The derived key, if any.
+    pub key: Option<RoutingKey>,
+    /// Holds the request's in-flight counts; drop it when the response ends.
+    pub lease: Lease,
+}
+
+/// A request's claim on a worker's (and its key's) in-flight counts, released on drop.
+#[derive(Debug)]
+pub struct Lease {
+    worker: WorkerId,
+    stats: Option<Arc<WorkerStats>>,
+    pin: Option<(Arc<PinTable>, u128)>,
+    /// `ttft_aware`: the request's entry in the worker's prefill queue, and the fleet's pooled
+    /// cost model its first byte also teaches.
+    prefill: Option<(u64, Arc<FleetCost>)>,
+}
+
+impl Lease {
+    pub(crate) fn new(
+        worker: WorkerId,
+        snap: &WorkerSnapshot,
+        pin: Option<(Arc<PinTable>, u128)>,
+    ) -> Self {
+        let stats = snap.stats(worker).cloned();
+        if let Some(s) = &stats {
+            s.begin();
+        }
+        Self {
+            worker,
+            stats,
+            pin,
+            prefill: None,
+        }
+    }
+
+    /// Attaches the request's `ttft_aware` prefill-queue entry.
+    pub(crate) fn with_prefill(mut self, id: Option<u64>, fleet: &Arc<FleetCost>) -> Self {
+        self.prefill = id.map(|id| (id, fleet.clone()));
+        self
+    }
+
+    /// The worker this lease counts against.
+    pub fn worker(&self) -> WorkerId {
+        self.worker
+    }
+
+    /// The response's first byte reached the gateway at `now` (same epoch as `route`'s): under
+    /// `ttft_aware` the request leaves its worker's prefill queue, and when `streamed` (the
+    /// response is a stream, so the byte is the first token) its time to first byte teaches
+    /// the worker's cost model. Calls after the first do nothing.
+    pub fn first_byte(&mut self, now: Duration, streamed: bool) {
+        if let (Some((id, fleet)), Some(s)) = (self.prefill.take(), &self.stats) {
+            s.ttft
+                .first_byte(id, now.as_secs_f64() * 1000.0, streamed, &fleet);
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(s) = &self.stats {
+            if let Some((id, _)) = self.prefill.take() {
+                s.ttft.end(id);
+            }
+            s.end();
+        }
+        if let Some((table, key)) = &self.pin {
+            table.release(*key, self.worker);
+        }
+    }
+}
+
+/// Whether the gateway must buffer a request body, and the `reason` label for
+/// `smg_router_request_body_path_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyPath {
+    /// Read the whole body before routing.
+    Buffered(&'static str),
+    /// Stream the body to the worker unread.
+    Streamed(&'static str),
+}
+
+impl BodyPath {
+    /// The `path` label value.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Buffered(_) => "buffered",
+            Self::Streamed(_) => "streamed",
+        }
+    }
+
+    /// The `reason` label value.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::Buffered(r) | Self::Streamed(r) => r,
+        }
+    }
+}
+
+/// The outcome of one step of the idle sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweepStep {
+    /// Pins removed as idle in this step.
+    pub removed_idle: usize,
+    /// Whether this step completed a pass over the whole table.
+    pub finished: bool,
+}
+
+/// Counters the gateway exports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RouterStats {
+    /// Pins in the table (`smg_manual_policy_cache_entries`).
+    pub pins: usize,
+    /// Pins removed as idle.
+    pub evicted_idle: u64,
+    /// Pins removed at the `--max-sticky-keys` bound.
+    pub evicted_capacity: u64,
+    /// Remembered workers dropped because they left the fleet.
+    pub evicted_worker_removed: u64,
+    /// `ttft_aware`: the fleet's pooled cost model (what a worker without samples predicts
+    /// with); `None` under other policies.
+    pub ttft_fleet: Option<crate::policy::CostModel>,
+}
+
+/// Whole seconds of `now`, the pin table's time unit.
+pub(crate) fn secs(now: Duration) -> u32 {
+    u32::try_from(now.as_secs()).unwrap_or(u32::MAX)
+}

@@ -131,6 +131,15 @@ fn bad(line: u64, message: impl std::fmt::Display) -> BenchError {
     }
 }
 
+/// A JSON error of line `line`: serde's message without its "at line 1 column N" (the file's
+/// line is what matters), the column kept.
+fn bad_json(line: u64, e: &serde_json::Error) -> BenchError {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = text.strip_suffix(&suffix).unwrap_or(&text);
+    bad(line, format!("{message} (column {})", e.column()))
+}
+
 fn time_field(line: u64, name: &str, v: Option<f64>) -> Result<Option<f64>, BenchError> {
     match v {
         Some(x) if !(x.is_finite() && x >= 0.0) => Err(bad(
@@ -150,7 +159,7 @@ pub fn parse_row(format: TraceFormat, line: u64, text: &str) -> Result<TraceRow,
 }
 
 fn parse_mooncake(line: u64, text: &str) -> Result<TraceRow, BenchError> {
-    let m: MooncakeLine = serde_json::from_str(text).map_err(|e| bad(line, e))?;
+    let m: MooncakeLine = serde_json::from_str(text).map_err(|e| bad_json(line, &e))?;
     if m.messages.is_some() || m.payload.is_some() {
         return Err(bad(
             line,
@@ -197,7 +206,7 @@ fn parse_mooncake(line: u64, text: &str) -> Result<TraceRow, BenchError> {
 }
 
 fn parse_bailian(line: u64, text: &str) -> Result<TraceRow, BenchError> {
-    let b: BailianLine = serde_json::from_str(text).map_err(|e| bad(line, e))?;
+    let b: BailianLine = serde_json::from_str(text).map_err(|e| bad_json(line, &e))?;
     if b.input_length == 0 {
         return Err(bad(line, "`input_length` must be at least 1"));
     }
@@ -347,7 +356,8 @@ mod tests {
             ),
         ] {
             let err = parse_row(format, 42, text).unwrap_err().to_string();
-            assert!(err.contains("line 42"), "{text}: {err}");
+            assert!(err.starts_with("trace line 42: "), "{text}: {err}");
+            assert!(!err.contains("at line 1"), "{text}: {err}");
             assert!(err.contains(needle), "{text}: {err}");
         }
     }

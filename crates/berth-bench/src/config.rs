@@ -13,7 +13,7 @@ use crate::cli::Args;
 use crate::error::BenchError;
 use crate::routing::SessionRouting;
 use crate::run::arrivals::ArrivalPattern;
-use crate::trace::{TraceConfig, TraceSource};
+use crate::trace::TraceConfig;
 use crate::workload::{EndpointType, WorkloadShape};
 
 /// What `records.jsonl` holds.
@@ -91,7 +91,7 @@ fn secs_f64<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error>
     s.serialize_f64(d.as_secs_f64())
 }
 
-fn non_negative(flag: &str, v: f64) -> Result<f64, BenchError> {
+pub(crate) fn non_negative(flag: &str, v: f64) -> Result<f64, BenchError> {
     if v.is_finite() && v >= 0.0 {
         Ok(v)
     } else {
@@ -102,7 +102,7 @@ fn non_negative(flag: &str, v: f64) -> Result<f64, BenchError> {
     }
 }
 
-fn positive(flag: &str, v: f64) -> Result<f64, BenchError> {
+pub(crate) fn positive(flag: &str, v: f64) -> Result<f64, BenchError> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
     } else {
@@ -172,7 +172,7 @@ impl BenchConfig {
             .benchmark_duration
             .map(|d| positive("--benchmark-duration", d).map(Duration::from_secs_f64))
             .transpose()?;
-        let trace = trace_config(a)?;
+        let trace = TraceConfig::from_args(a)?;
         let num_sessions = match (a.num_sessions, duration) {
             (Some(0), _) => return Err(BenchError::config("--num-sessions", "must be at least 1")),
             (Some(n), _) if n > MAX_SESSIONS => {
@@ -244,95 +244,6 @@ impl BenchConfig {
         })
     }
 }
-
-/// The trace options, `None` without `--input-file`.
-fn trace_config(a: &Args) -> Result<Option<TraceConfig>, BenchError> {
-    let Some(path) = &a.input_file else {
-        for (given, flag) in [
-            (a.custom_dataset_type.is_some(), "--custom-dataset-type"),
-            (a.fixed_schedule, "--fixed-schedule"),
-            (a.replay_speedup.is_some(), "--replay-speedup"),
-            (a.ignore_trace_delays, "--ignore-trace-delays"),
-            (
-                a.prompt_input_tokens_block_size.is_some(),
-                "--prompt-input-tokens-block-size",
-            ),
-            (
-                a.trace_max_output_tokens.is_some(),
-                "--trace-max-output-tokens",
-            ),
-            (a.trace_session_sample.is_some(), "--trace-session-sample"),
-        ] {
-            if given {
-                return Err(BenchError::config(flag, "needs --input-file"));
-            }
-        }
-        return Ok(None);
-    };
-    let Some(format) = a.custom_dataset_type else {
-        return Err(BenchError::config(
-            "--custom-dataset-type",
-            "--input-file needs it: mooncake_trace or bailian_trace",
-        ));
-    };
-    let block_size = match a.prompt_input_tokens_block_size {
-        Some(0) => {
-            return Err(BenchError::config(
-                "--prompt-input-tokens-block-size",
-                "must be at least 1",
-            ));
-        }
-        Some(b) if b > MAX_BLOCK_SIZE => {
-            return Err(BenchError::config(
-                "--prompt-input-tokens-block-size",
-                format!("at most {MAX_BLOCK_SIZE}"),
-            ));
-        }
-        Some(b) => b,
-        None => format.default_block_size(),
-    };
-    let sample = match a.trace_session_sample {
-        Some(p) if !(p.is_finite() && p > 0.0 && p <= 1.0) => {
-            return Err(BenchError::config(
-                "--trace-session-sample",
-                format!("{p} must be in (0, 1]"),
-            ));
-        }
-        p => p,
-    };
-    if a.trace_max_output_tokens == Some(0) {
-        return Err(BenchError::config(
-            "--trace-max-output-tokens",
-            "must be at least 1",
-        ));
-    }
-    if a.num_sessions == Some(0) {
-        return Err(BenchError::config("--num-sessions", "must be at least 1"));
-    }
-    Ok(Some(TraceConfig {
-        source: TraceSource {
-            path: path.clone(),
-            format,
-            max_sessions: a.num_sessions,
-            sample,
-            seed: a.random_seed.unwrap_or(0),
-        },
-        block_size,
-        fixed_schedule: a.fixed_schedule,
-        speedup: a
-            .replay_speedup
-            .map(|s| positive("--replay-speedup", s))
-            .transpose()?
-            .unwrap_or(1.0),
-        ignore_delays: a.ignore_trace_delays,
-        max_output_tokens: a.trace_max_output_tokens,
-        default_output_tokens: non_negative("--output-tokens-mean", a.output_tokens_mean)?.round()
-            as u64,
-    }))
-}
-
-/// Largest `--prompt-input-tokens-block-size` (a block's text is built whole).
-pub const MAX_BLOCK_SIZE: u32 = 65_536;
 
 /// Parses `--extra-inputs`: `key:value` pairs (value as JSON when it parses, else a string) or
 /// whole JSON objects; later entries win.

@@ -265,3 +265,45 @@ async fn a_malformed_line_stops_the_run_before_anything_is_sent() {
     let err = bench(&sim.url(), &path, &[]).await.unwrap_err().to_string();
     assert!(err.contains("--custom-dataset-type"), "{err}");
 }
+
+#[tokio::test]
+async fn the_ideal_reaches_summary_json_csv_and_the_table() {
+    let path = trace_file("artifacts.jsonl", &agentic_lines());
+    let dir = std::env::temp_dir().join(format!("berth-trace-art-{}", std::process::id()));
+    let sim = sim().await;
+    let out = bench(
+        &sim.url(),
+        &path,
+        &[
+            "--custom-dataset-type",
+            "mooncake_trace",
+            "--prompt-input-tokens-block-size",
+            "16",
+            "--num-sessions",
+            "2",
+            "--artifact-dir",
+            dir.to_str().unwrap(),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.summary.requests, 8, "the first two sessions only");
+    berth_bench::report::files::write_all(&dir, &out).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let ideal = json["summary"]["ideal_cached_ratio"].as_f64().unwrap();
+    assert!(ideal > 0.0 && ideal < 1.0, "{json}");
+    assert_eq!(json["replay"]["sessions_started"], 2);
+    let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    assert!(csv.contains("run,ideal_cached_ratio,"), "{csv}");
+    let table = berth_bench::report::console::render(&out);
+    assert!(table.contains("ideal cached ratio"), "{table}");
+    assert!(table.contains("trace replay"), "{table}");
+    let records = std::fs::read_to_string(dir.join("records.jsonl")).unwrap();
+    assert!(
+        records
+            .lines()
+            .all(|l| l.contains("\"ideal_cached_tokens\""))
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

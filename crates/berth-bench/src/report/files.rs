@@ -27,6 +27,7 @@ pub fn write_all(dir: &Path, output: &RunOutput) -> Result<(), BenchError> {
         "peak_live_sessions": output.peak_live_sessions,
         "interrupted": output.interrupted,
         "summary": output.summary,
+        "replay": output.replay,
     });
     let text = serde_json::to_string_pretty(&summary).map_err(|source| BenchError::Json {
         what: "summary",

@@ -9,6 +9,7 @@ use crate::config::BenchConfig;
 use crate::trace::blocks::block_text;
 use crate::trace::source::scan;
 use crate::transport::HttpClient;
+use crate::workload::Role;
 
 /// One turn as the sink saw it.
 #[derive(Debug, Clone)]
@@ -306,4 +307,27 @@ async fn memory_is_bounded_by_distinct_blocks_and_live_sessions() {
     assert!(ctx.peak_live_sessions.load(Ordering::Relaxed) <= 8);
     assert!(stats.peak_open_sessions <= 9, "{stats:?}");
     assert!(stats.peak_buffered_rows <= 1, "{stats:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn request_rate_spaces_session_starts() {
+    let lines: Vec<String> = (0..4)
+        .map(|i| format!(r#"{{"session_id": "r{i}", "input_length": 2}}"#))
+        .collect();
+    let path = trace_file("rate.jsonl", &lines);
+    let (log, _, _) = run(
+        &path,
+        &[
+            "--custom-dataset-type",
+            "mooncake_trace",
+            "--request-rate",
+            "4",
+            "--concurrency",
+            "10",
+        ],
+        ms(1),
+    )
+    .await;
+    let at: Vec<Duration> = log.iter().map(|s| s.at).collect();
+    assert_eq!(at, [ms(0), ms(250), ms(500), ms(750)]);
 }

@@ -96,6 +96,9 @@ enum Route {
     Waiting(Vec<TraceRow>),
 }
 
+/// A session in the dispatcher's map: rows without `session_id` apart from named sessions.
+type OpenKey = (bool, String);
+
 struct Open {
     remaining: u32,
     route: Route,
@@ -152,8 +155,8 @@ async fn dispatch<S: TurnSink>(
         (false, Some(rate)) => Some(Arrivals::new(cfg.arrival_pattern, rate, &ctx.seed)),
         _ => None,
     };
-    let mut open: HashMap<String, Open> = HashMap::new();
-    let mut queue: VecDeque<String> = VecDeque::new();
+    let mut open: HashMap<OpenKey, Open> = HashMap::new();
+    let mut queue: VecDeque<OpenKey> = VecDeque::new();
     let mut tasks = JoinSet::new();
     let mut stats = ReplayStats::default();
     let mut buffered = 0u64;
@@ -203,7 +206,7 @@ async fn dispatch<S: TurnSink>(
                 shared.sessions_started.fetch_add(1, Ordering::Relaxed);
                 tasks.spawn(run_session(
                     Arc::clone(&shared),
-                    key,
+                    key.1,
                     turns,
                     rx,
                     starving,
@@ -260,16 +263,18 @@ async fn dispatch<S: TurnSink>(
 
 fn route(
     starved: &AtomicUsize,
-    open: &mut HashMap<String, Open>,
-    queue: &mut VecDeque<String>,
+    open: &mut HashMap<OpenKey, Open>,
+    queue: &mut VecDeque<OpenKey>,
     buffered: &mut u64,
     kept: KeptRow,
 ) {
     let KeptRow {
         key,
+        single,
         session_turns,
         row,
     } = kept;
+    let key = (single, key);
     match open.get_mut(&key) {
         Some(entry) => {
             entry.remaining = entry.remaining.saturating_sub(1);

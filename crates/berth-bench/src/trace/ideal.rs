@@ -11,7 +11,7 @@
 //! answer arrives (engines cache generated tokens too). So on a single sim worker with a cache
 //! that never evicts, sent one request at a time, the measured cached ratio equals the ideal.
 //!
-//! Memory grows with the distinct blocks sent (8 bytes each), which is what an unbounded cache
+//! Memory grows with the distinct blocks sent (a hash each, about 16 bytes in the set), which is what an unbounded cache
 //! would hold; nothing else is kept per request.
 
 use std::collections::HashSet;

@@ -77,6 +77,9 @@ impl TraceIndex {
 pub struct KeptRow {
     /// The session's key: `session_id`, the Bailian root `chat_id`, or `line-N`.
     pub key: String,
+    /// A Mooncake row without `session_id` (its `line-N` key never names a session with a
+    /// `session_id` of that text).
+    pub single: bool,
     /// Turns the session has (1 for unnamed rows).
     pub session_turns: u32,
     /// The row.
@@ -261,6 +264,7 @@ impl TraceReader {
             };
             if let Some((key, session_turns)) = kept {
                 return Ok(Some(KeptRow {
+                    single: row.session == RowSession::Single,
                     key,
                     session_turns,
                     row,

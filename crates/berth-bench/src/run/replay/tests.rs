@@ -331,3 +331,25 @@ async fn request_rate_spaces_session_starts() {
     let at: Vec<Duration> = log.iter().map(|s| s.at).collect();
     assert_eq!(at, [ms(0), ms(250), ms(500), ms(750)]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_row_without_session_id_never_joins_a_session_named_like_its_key() {
+    let path = trace_file(
+        "collide.jsonl",
+        &[
+            r#"{"session_id": "line-2", "input_length": 2}"#.into(),
+            r#"{"input_length": 2}"#.into(),
+            r#"{"session_id": "line-2", "input_length": 2}"#.into(),
+        ],
+    );
+    let (log, stats, _) = run(&path, &["--custom-dataset-type", "mooncake_trace"], ms(1)).await;
+    assert_eq!(stats.sessions_started, 2);
+    let mut turns: Vec<(u32, usize)> = log.iter().map(|s| (s.turn, s.history.len())).collect();
+    turns.sort();
+    assert_eq!(turns, [(0, 1), (0, 1), (1, 3)]);
+    // The named session's second turn is line 3's row, not line 2's.
+    let second = log.iter().find(|s| s.turn == 1).unwrap();
+    let line3 =
+        &crate::trace::blocks::block_text(crate::trace::blocks::unique_block_id(3, 0), 512)[..8];
+    assert_eq!(second.history[2], (Role::User, line3.to_owned()));
+}

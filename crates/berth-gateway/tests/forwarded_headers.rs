@@ -1,4 +1,4 @@
-//! Review: what crosses the gateway in each direction, seen by a worker that records requests
+//! What crosses the gateway in each direction, seen by a worker that records requests
 //! and answers with hop-by-hop headers of its own.
 #![allow(clippy::unwrap_used, missing_docs)]
 

@@ -48,6 +48,7 @@ async fn forward(
     let prepared = prepare(state, endpoint, parts, body).await?;
     match &state.pd {
         None => dispatch::regular(state, pool, endpoint, prepared, start).await,
-        Some(legs) => pd::dispatch(state, legs, pool, endpoint, prepared, start).await,
+        // boxed: PD's future (two legs at once) would otherwise size every request's future
+        Some(legs) => Box::pin(pd::dispatch(state, legs, pool, endpoint, prepared, start)).await,
     }
 }

@@ -64,6 +64,7 @@ fn route(
     let req = RouteRequest {
         rid: None,
         headers: &h,
+        body: None,
         model: Some("llama"),
         leg: Leg::Regular,
         text,
@@ -164,6 +165,7 @@ fn bench_vacant_and_respill(c: &mut Criterion) {
     let req = RouteRequest {
         rid: None,
         headers: &h,
+        body: None,
         model: Some("llama"),
         leg: Leg::Regular,
         text: None,
@@ -238,6 +240,7 @@ fn route_keyless(r: &Router, s: &WorkerSnapshot, text: &str, rng: &mut Rng) -> W
     let req = RouteRequest {
         rid: None,
         headers: &h,
+        body: None,
         model: Some("llama"),
         leg: Leg::Regular,
         text: Some(text),

@@ -1,14 +1,110 @@
 //! What the gateway reads out of a buffered request body.
 //!
-//! Only the fields routing needs are kept (`rid`, `model`, `stream`, and the prompt text when the
-//! policy matches prefixes); everything else is skipped by the parser and forwarded as the
-//! original bytes. A body that is not a JSON object is a `json_parse_error`.
+//! Only the fields routing needs are kept (`rid`, `model`, `stream`, the key fields of
+//! `--routing-key-sources`, and the prompt text when the policy matches prefixes); everything
+//! else is skipped by the parser and forwarded as the original bytes. A body that is not a JSON
+//! object is a `json_parse_error`; a key field of the wrong JSON type is only skipped.
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::error::GatewayError;
+use crate::routing::BodyKeys;
+
+/// A string field that may hold anything else (then skipped, never a parse error).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Str {
+    One(String),
+    Other(IgnoredAny),
+}
+
+impl Str {
+    fn get(v: Option<Self>) -> Option<String> {
+        match v? {
+            Self::One(s) => Some(s),
+            Self::Other(_) => None,
+        }
+    }
+}
+
+/// `conversation`: a string id, or an object with a string `id` (Responses API).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Conversation {
+    Id(String),
+    Obj {
+        #[serde(default)]
+        id: Option<Str>,
+    },
+    Other(IgnoredAny),
+}
+
+/// `metadata`: only `user_id` is read.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Metadata {
+    Obj {
+        #[serde(default)]
+        user_id: Option<Str>,
+    },
+    Other(IgnoredAny),
+}
+
+/// `nvext`: only `session_control.session_id` is read.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Nvext {
+    Obj {
+        #[serde(default)]
+        session_control: Option<SessionControl>,
+    },
+    Other(IgnoredAny),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SessionControl {
+    Obj {
+        #[serde(default)]
+        session_id: Option<Str>,
+    },
+    Other(IgnoredAny),
+}
+
+/// The key fields of a body, as read.
+struct KeyFields {
+    prompt_cache_key: Option<Str>,
+    conversation: Option<Conversation>,
+    metadata: Option<Metadata>,
+    nvext: Option<Nvext>,
+}
+
+impl KeyFields {
+    /// `None` when the body names no key field (the common case: no allocation).
+    fn into_keys(self) -> Option<BodyKeys> {
+        let keys = BodyKeys {
+            prompt_cache_key: Str::get(self.prompt_cache_key),
+            conversation: match self.conversation {
+                Some(Conversation::Id(s)) => Some(s),
+                Some(Conversation::Obj { id }) => Str::get(id),
+                _ => None,
+            },
+            metadata_user_id: match self.metadata {
+                Some(Metadata::Obj { user_id }) => Str::get(user_id),
+                _ => None,
+            },
+            nvext_session_id: match self.nvext {
+                Some(Nvext::Obj {
+                    session_control: Some(SessionControl::Obj { session_id }),
+                }) => Str::get(session_id),
+                _ => None,
+            },
+        };
+        (keys != BodyKeys::default()).then_some(keys)
+    }
+}
 
 /// `rid` as SGLang accepts it: a string, or a list (rerank and batches: the first id counts).
 #[derive(Deserialize)]
@@ -27,6 +123,14 @@ struct Head {
     model: Option<String>,
     #[serde(default)]
     stream: Option<Value>,
+    #[serde(default)]
+    prompt_cache_key: Option<Str>,
+    #[serde(default)]
+    conversation: Option<Conversation>,
+    #[serde(default)]
+    metadata: Option<Metadata>,
+    #[serde(default)]
+    nvext: Option<Nvext>,
 }
 
 #[derive(Deserialize)]
@@ -47,6 +151,14 @@ struct WithText {
     input: Option<Value>,
     #[serde(default)]
     system: Option<Value>,
+    #[serde(default)]
+    prompt_cache_key: Option<Str>,
+    #[serde(default)]
+    conversation: Option<Conversation>,
+    #[serde(default)]
+    metadata: Option<Metadata>,
+    #[serde(default)]
+    nvext: Option<Nvext>,
 }
 
 /// The routing-relevant fields of a body.
@@ -56,6 +168,8 @@ pub(crate) struct Inspected {
     pub(crate) model: Option<String>,
     pub(crate) stream: bool,
     pub(crate) text: Option<String>,
+    /// The key fields (`prompt_cache_key`, ...), when the body names any.
+    pub(crate) keys: Option<BodyKeys>,
 }
 
 fn first_rid(rid: Option<Rid>) -> Option<String> {
@@ -79,11 +193,18 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
     }
     if !want_text {
         let h: Head = serde_json::from_slice(body).map_err(parse_err)?;
+        let keys = KeyFields {
+            prompt_cache_key: h.prompt_cache_key,
+            conversation: h.conversation,
+            metadata: h.metadata,
+            nvext: h.nvext,
+        };
         return Ok(Inspected {
             rid: first_rid(h.rid),
             model: h.model,
             stream: is_true(h.stream.as_ref()),
             text: None,
+            keys: keys.into_keys(),
         });
     }
     let w: WithText = serde_json::from_slice(body).map_err(parse_err)?;
@@ -94,11 +215,18 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
     {
         collect_strings(v, &mut text);
     }
+    let keys = KeyFields {
+        prompt_cache_key: w.prompt_cache_key,
+        conversation: w.conversation,
+        metadata: w.metadata,
+        nvext: w.nvext,
+    };
     Ok(Inspected {
         rid: first_rid(w.rid),
         model: w.model,
         stream: is_true(w.stream.as_ref()),
         text: Some(text),
+        keys: keys.into_keys(),
     })
 }
 
@@ -141,6 +269,36 @@ mod tests {
         )
         .unwrap();
         assert!(t2.text.unwrap().starts_with(&t1.text.unwrap()));
+    }
+
+    #[test]
+    fn key_fields_and_wrong_types() {
+        let i = inspect(
+            br#"{"prompt_cache_key":"p","conversation":{"id":"c"},"metadata":{"user_id":"u"},
+                "nvext":{"session_control":{"session_id":"s","action":"bind","timeout":60}}}"#,
+            false,
+        )
+        .unwrap();
+        let k = i.keys.unwrap();
+        assert_eq!(k.prompt_cache_key.as_deref(), Some("p"));
+        assert_eq!(k.conversation.as_deref(), Some("c"));
+        assert_eq!(k.metadata_user_id.as_deref(), Some("u"));
+        assert_eq!(k.nvext_session_id.as_deref(), Some("s"));
+        let i = inspect(
+            br#"{"conversation":"c2","messages":[{"content":"x"}]}"#,
+            true,
+        )
+        .unwrap();
+        assert_eq!(i.keys.unwrap().conversation.as_deref(), Some("c2"));
+        // Wrong JSON types are skipped, never a parse error.
+        let i = inspect(
+            br#"{"prompt_cache_key":7,"conversation":[1],"metadata":"m",
+                "nvext":{"session_control":{"session_id":{"a":1}}}}"#,
+            false,
+        )
+        .unwrap();
+        assert_eq!(i.keys, None);
+        assert_eq!(inspect(br#"{"model":"m"}"#, true).unwrap().keys, None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use clap::Parser;
 use crate::config::{BenchConfig, ExportLevel};
 use crate::error::BenchError;
 use crate::run::arrivals::ArrivalPattern;
+use crate::trace::TraceFormat;
 use crate::workload::{AgentContext, EndpointType};
 
 /// Flags of `berth bench`.
@@ -27,7 +28,8 @@ pub struct Args {
     #[arg(long)]
     pub streaming: bool,
     /// Root sessions to run (each with its agent tree). Default 100, or unbounded when
-    /// --benchmark-duration is set.
+    /// --benchmark-duration is set. With --input-file: the first N sessions of the trace
+    /// (default: all; never cycles).
     #[arg(long)]
     pub num_sessions: Option<u64>,
     /// Mean turns per session.
@@ -120,6 +122,34 @@ pub struct Args {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
+    /// Replay this trace file (JSON lines) instead of the synthetic workload; needs
+    /// --custom-dataset-type.
+    #[arg(long)]
+    pub input_file: Option<PathBuf>,
+    /// Format of --input-file: mooncake_trace or bailian_trace.
+    #[arg(long, value_enum)]
+    pub custom_dataset_type: Option<TraceFormat>,
+    /// Send each trace row at its recorded timestamp (from the first one), not under
+    /// --concurrency.
+    #[arg(long)]
+    pub fixed_schedule: bool,
+    /// Divide recorded timestamps and delays by this (10 = ten times faster).
+    #[arg(long)]
+    pub replay_speedup: Option<f64>,
+    /// Ignore recorded delays between a session's turns (send them back to back).
+    #[arg(long)]
+    pub ignore_trace_delays: bool,
+    /// Tokens per trace hash id (default 512 for mooncake_trace, 16 for bailian_trace); a
+    /// smaller size than the trace's scales every prompt down keeping its block sharing.
+    #[arg(long, visible_aliases = ["synthetic-input-tokens-block-size", "isl-block-size"])]
+    pub prompt_input_tokens_block_size: Option<u32>,
+    /// Cap of max_tokens for trace rows (their output_length otherwise).
+    #[arg(long)]
+    pub trace_max_output_tokens: Option<u64>,
+    /// Keep each trace session with this probability (seeded by --random-seed; whole
+    /// sessions).
+    #[arg(long)]
+    pub trace_session_sample: Option<f64>,
     /// Exit 0 even when some requests failed (by default any failed measured request makes
     /// the run exit non-zero, after the report).
     #[arg(long)]

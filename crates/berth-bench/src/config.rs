@@ -13,6 +13,7 @@ use crate::cli::Args;
 use crate::error::BenchError;
 use crate::routing::SessionRouting;
 use crate::run::arrivals::ArrivalPattern;
+use crate::trace::TraceConfig;
 use crate::workload::{EndpointType, WorkloadShape};
 
 /// What `records.jsonl` holds.
@@ -75,6 +76,8 @@ pub struct BenchConfig {
     pub export_level: ExportLevel,
     /// Progress output on.
     pub progress: bool,
+    /// Trace replay (`--input-file`) instead of the synthetic workload.
+    pub trace: Option<TraceConfig>,
 }
 
 fn secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -88,7 +91,7 @@ fn secs_f64<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error>
     s.serialize_f64(d.as_secs_f64())
 }
 
-fn non_negative(flag: &str, v: f64) -> Result<f64, BenchError> {
+pub(crate) fn non_negative(flag: &str, v: f64) -> Result<f64, BenchError> {
     if v.is_finite() && v >= 0.0 {
         Ok(v)
     } else {
@@ -99,7 +102,7 @@ fn non_negative(flag: &str, v: f64) -> Result<f64, BenchError> {
     }
 }
 
-fn positive(flag: &str, v: f64) -> Result<f64, BenchError> {
+pub(crate) fn positive(flag: &str, v: f64) -> Result<f64, BenchError> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
     } else {
@@ -169,6 +172,7 @@ impl BenchConfig {
             .benchmark_duration
             .map(|d| positive("--benchmark-duration", d).map(Duration::from_secs_f64))
             .transpose()?;
+        let trace = TraceConfig::from_args(a)?;
         let num_sessions = match (a.num_sessions, duration) {
             (Some(0), _) => return Err(BenchError::config("--num-sessions", "must be at least 1")),
             (Some(n), _) if n > MAX_SESSIONS => {
@@ -211,7 +215,8 @@ impl BenchConfig {
             model: a.model.clone(),
             endpoint: a.endpoint_type,
             streaming: a.streaming,
-            num_sessions,
+            // A trace replays its own sessions (`--num-sessions` caps them in `trace`).
+            num_sessions: if trace.is_some() { None } else { num_sessions },
             concurrency: a.concurrency,
             request_rate,
             arrival_pattern: a.arrival_pattern,
@@ -235,6 +240,7 @@ impl BenchConfig {
             artifact_dir: a.artifact_dir.clone(),
             export_level,
             progress: !a.quiet,
+            trace,
         })
     }
 }

@@ -11,6 +11,23 @@ pub enum BenchError {
         /// What is wrong with it.
         message: String,
     },
+    /// A line of the `--input-file` trace is malformed; the run stops before or while replaying.
+    #[error("trace line {line}: {message}")]
+    Trace {
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Reading the `--input-file` trace failed.
+    #[error("cannot read trace {path}: {source}")]
+    TraceIo {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
     /// Writing an artifact failed.
     #[error("cannot write {path}: {source}")]
     Io {

@@ -10,6 +10,8 @@
 //! - [`workload`]: sessions and agent trees, their plans, their history and request bodies.
 //! - [`transport`]: the pooled HTTP client, timing, and reading JSON and SSE responses.
 //! - [`run`]: the session tasks, the launcher ([`run::execute`]) and progress output.
+//! - [`trace`]: trace files (`--input-file`): formats, the two passes, block texts, the ideal
+//!   cache and turn timing; [`run::replay`] replays them.
 //! - [`metrics`]: per-request records and the [`Summary`] computed from them.
 //! - [`report`]: the console table and the `--artifact-dir` files, HTML report with inline SVG.
 //! - [`rng`]: the seeded generator behind reproducible workloads.
@@ -31,6 +33,7 @@ pub mod report;
 pub mod rng;
 pub mod routing;
 pub mod run;
+pub mod trace;
 pub mod transport;
 pub mod workload;
 

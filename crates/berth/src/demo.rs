@@ -3,8 +3,9 @@
 //! Layout:
 //! - this file: the flags and [`run`], which runs every row set and reports;
 //! - `demo/scenario.rs`: the routing set-ups compared, grouped into row sets;
-//! - `demo/workload.rs`: each set's workload and fleet (the original one, and the agentic one
-//!   under KV pressure of issue #8);
+//! - `demo/workload.rs`: each set's workload and fleet (the original one, the agentic one
+//!   under KV pressure of issue #8, and the replay of a committed agentic coding trace of
+//!   issue #16, `crates/berth/data/`);
 //! - `demo/fleet.rs`: four simulated workers and a gateway, started in-process per scenario;
 //! - `demo/table.rs`: the console comparison table, with ratios against the first scenario;
 //! - `demo/recommend.rs`: the rule that names the row winning on both cached share and TTFT p99.
@@ -41,6 +42,16 @@ pub(crate) struct Args {
     /// Root sessions per scenario of the agentic rows (0: skip that set).
     #[arg(long, default_value_t = 60)]
     pub(crate) agentic_sessions: u64,
+    /// Sessions of the committed agentic trace replayed per scenario of the trace rows (its
+    /// first N; 0: skip that set).
+    #[arg(long, default_value_t = 16)]
+    pub(crate) trace_sessions: u64,
+    /// --replay-speedup of the trace rows (the trace's think times divided by this).
+    #[arg(long, default_value_t = 50.0)]
+    pub(crate) trace_speedup: f64,
+    /// KV cache capacity of each simulated worker of the trace rows, in tokens.
+    #[arg(long, default_value_t = 16_384)]
+    pub(crate) trace_kv_capacity_tokens: u64,
     /// Seed of the workloads (same for every scenario).
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
@@ -70,6 +81,10 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<()> {
 
 /// [`run`], returning the comparison tables it printed (one per row set).
 async fn run_and_report(args: Args) -> anyhow::Result<Vec<String>> {
+    std::fs::create_dir_all(&args.artifact_dir)
+        .with_context(|| format!("creating {}", args.artifact_dir.display()))?;
+    // The trace rows replay the committed trace from a file, as `berth bench` would.
+    write(&workload::trace_path(&args), workload::TRACE.as_bytes())?;
     let sets = row_sets(&args);
     let mut tables = Vec::with_capacity(sets.len());
     // (report label, output) of every row, set after set.

@@ -57,6 +57,12 @@ pub struct RequestRecord {
     pub routed_worker: Option<String>,
     /// `x-sim-worker-id` of the response.
     pub sim_worker: Option<String>,
+    /// Prompt tokens as sent, counted as the simulated worker tokenizes (trace replay only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ideal_prompt_tokens: Option<u64>,
+    /// Of those, the tokens one unbounded prefix cache would have served (trace replay only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ideal_cached_tokens: Option<u64>,
     /// What was sent, at `--export-level raw`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<RawRequest>,

@@ -16,6 +16,9 @@
 //!   over the same fleet as the load figure. Request counts hide it: a worker that gets every
 //!   cold prefix (a new system prompt, a sub-agent placed away from its parent) can serve its
 //!   share of requests and still do most of the fleet's prefill, serialized;
+//! - *ideal cached ratio* (trace replay): the ideal cached tokens over the prompt tokens as
+//!   sent (both counted by the bench as the simulated worker tokenizes), over successful
+//!   measured requests; see [`crate::trace::ideal`];
 //! - *throughputs*: successful requests and their output tokens over the window from the first
 //!   measured send to the last measured end.
 
@@ -81,6 +84,9 @@ pub struct Summary {
     pub cached_tokens: u64,
     /// Cached-token ratio.
     pub cached_ratio: Option<f64>,
+    /// Trace replay: the cached share one unbounded prefix cache would reach on the prompts as
+    /// sent (successful measured requests); compare with `cached_ratio`.
+    pub ideal_cached_ratio: Option<f64>,
     /// Per turn index.
     pub by_turn: Vec<TurnStat>,
     /// Stickiness.
@@ -186,6 +192,10 @@ impl Summary {
             *errors.entry(key).or_default() += 1;
         }
 
+        let (ideal_cached, ideal_prompt) = ok
+            .iter()
+            .filter_map(|r| r.ideal_cached_tokens.zip(r.ideal_prompt_tokens))
+            .fold((0u64, 0u64), |(c, p), (rc, rp)| (c + rc, p + rp));
         let sessions = measured
             .iter()
             .map(|r| r.session_id.as_str())
@@ -205,6 +215,8 @@ impl Summary {
             prompt_tokens: totals.prompt,
             cached_tokens: totals.cached,
             cached_ratio: totals.ratio(),
+            ideal_cached_ratio: (ideal_prompt > 0)
+                .then(|| ideal_cached as f64 / ideal_prompt as f64),
             by_turn: by_turn
                 .into_iter()
                 .map(|(turn_index, s)| TurnStat {

@@ -83,6 +83,15 @@ pub fn render(output: &RunOutput) -> String {
         s.cached_tokens,
         s.prompt_tokens
     );
+    if let Some(ideal) = s.ideal_cached_ratio {
+        let _ = writeln!(
+            out,
+            "  {:<26} {:>10} (one unbounded cache on the prompts as sent; cached / ideal {})",
+            "ideal cached ratio",
+            pct(Some(ideal)),
+            fmt_opt(s.cached_ratio.filter(|_| ideal > 0.0).map(|c| c / ideal), 2)
+        );
+    }
     let _ = writeln!(
         out,
         "  {:<26} {:>10} ({} of {} later turns)",
@@ -104,6 +113,20 @@ pub fn render(output: &RunOutput) -> String {
         "uncached max/mean",
         fmt_opt(s.uncached_max_over_mean, 2)
     );
+    if let Some(r) = &output.replay {
+        let _ = writeln!(
+            out,
+            "  {:<26} {} sessions; peak open sessions {}, peak buffered rows {}; block texts {} \
+             (at most {}); ideal cache {} blocks",
+            "trace replay",
+            r.sessions_started,
+            r.peak_open_sessions,
+            r.peak_buffered_rows,
+            r.block_cache_entries,
+            r.block_cache_capacity,
+            r.ideal_blocks
+        );
+    }
     render_turns(&mut out, s);
     for (worker, n) in &s.workers {
         let uncached = s

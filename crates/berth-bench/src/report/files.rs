@@ -27,6 +27,7 @@ pub fn write_all(dir: &Path, output: &RunOutput) -> Result<(), BenchError> {
         "peak_live_sessions": output.peak_live_sessions,
         "interrupted": output.interrupted,
         "summary": output.summary,
+        "replay": output.replay,
     });
     let text = serde_json::to_string_pretty(&summary).map_err(|source| BenchError::Json {
         what: "summary",
@@ -95,6 +96,7 @@ pub fn csv(runs: &[(&str, &Summary)]) -> String {
         row("prompt_tokens", s.prompt_tokens.to_string());
         row("cached_tokens", s.cached_tokens.to_string());
         row("cached_ratio", opt(s.cached_ratio));
+        row("ideal_cached_ratio", opt(s.ideal_cached_ratio));
         row("stickiness", opt(s.stickiness.ratio));
         row("fleet_size", s.fleet_size.to_string());
         row("load_max_over_mean", opt(s.load_max_over_mean));

@@ -109,11 +109,14 @@ fn section(s: &mut String, sec: &Section<'_>) {
     s.push_str("</table>");
     let _ = write!(
         s,
-        "<p>requests/s {:.1}, output tokens/s {:.1}, cached-token ratio {}, stickiness {}, load max/mean {}, \
+        "<p>requests/s {:.1}, output tokens/s {:.1}, cached-token ratio {}{}, stickiness {}, load max/mean {}, \
          uncached prompt tokens max/mean {} (over {} workers)</p>",
         m.request_throughput,
         m.output_token_throughput,
         pct(m.cached_ratio),
+        m.ideal_cached_ratio
+            .map(|i| format!(" (trace ideal {})", pct(Some(i))))
+            .unwrap_or_default(),
         pct(m.stickiness.ratio),
         opt(m.load_max_over_mean, 2),
         opt(m.uncached_max_over_mean, 2),

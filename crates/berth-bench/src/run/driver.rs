@@ -1,7 +1,7 @@
 //! Starting root sessions and running the whole benchmark.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::Semaphore;
@@ -10,10 +10,15 @@ use tokio::task::JoinSet;
 use crate::config::BenchConfig;
 use crate::error::BenchError;
 use crate::metrics::{RequestRecord, Summary};
+use crate::rng::Rng;
+use crate::routing::RequestIdentity;
 use crate::run::arrivals::Arrivals;
 use crate::run::context::RunContext;
 use crate::run::progress::Progress;
-use crate::run::session::{SessionNode, run_session};
+use crate::run::replay::{ReplayStats, TurnRequest, TurnSink, replay};
+use crate::run::session::{SessionNode, run_session, send_turn};
+use crate::trace::ideal::IdealCache;
+use crate::trace::source::scan;
 use crate::transport::HttpClient;
 
 /// What a run produced.
@@ -33,6 +38,44 @@ pub struct RunOutput {
     pub peak_live_sessions: u64,
     /// Whether the run was stopped by the shutdown signal.
     pub interrupted: bool,
+    /// Trace replay only: the replay's own data-structure sizes.
+    pub replay: Option<ReplayStats>,
+}
+
+/// The sink of a real run: [`send_turn`] over the pooled client, feeding the ideal cache.
+struct HttpSink {
+    ideal: Arc<Mutex<IdealCache>>,
+}
+
+impl TurnSink for HttpSink {
+    async fn send<'a>(&'a self, ctx: &'a RunContext, turn: TurnRequest<'a>) -> Option<String> {
+        let node = SessionNode {
+            id: turn.session_id.to_owned(),
+            parent: None,
+            root: turn.session_id.to_owned(),
+            depth: 0,
+            rng: Rng::new(0),
+            prefix: Vec::new(),
+        };
+        let identity = RequestIdentity {
+            session_id: turn.session_id,
+            parent_id: None,
+            root_id: turn.session_id,
+            turn_index: turn.turn_index,
+            retry: 0,
+            is_session_final: turn.is_last,
+            is_tree_final: turn.is_last,
+        };
+        send_turn(
+            ctx,
+            &node,
+            identity,
+            turn.history,
+            turn.max_tokens,
+            Some(&*self.ideal),
+        )
+        .await
+    }
 }
 
 /// Runs the benchmark described by `config` until its sessions finish, its duration ends, or
@@ -42,13 +85,33 @@ pub async fn execute(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<RunOutput, BenchError> {
     let client = HttpClient::new(&config.url, config.request_timeout)?;
+    // The trace's first pass checks every line before anything is sent.
+    let trace = match &config.trace {
+        Some(t) => Some((t.clone(), scan(&t.source)?)),
+        None => None,
+    };
     let ctx = Arc::new(RunContext::new(config.clone(), client));
     let progress = Progress::start(Arc::clone(&ctx));
     let started = Instant::now();
 
     let mut interrupted = false;
+    let mut replay_stats = None;
     let roots_started = {
-        let launch = launch_roots(Arc::clone(&ctx));
+        let launch = async {
+            match trace {
+                Some((t, index)) => {
+                    let ideal = Arc::new(Mutex::new(IdealCache::new()));
+                    let sink = HttpSink {
+                        ideal: Arc::clone(&ideal),
+                    };
+                    let stats = replay(Arc::clone(&ctx), t, index, sink, Some(ideal)).await?;
+                    let n = stats.sessions_started;
+                    replay_stats = Some(stats);
+                    Ok::<u64, BenchError>(n)
+                }
+                None => Ok(launch_roots(Arc::clone(&ctx)).await),
+            }
+        };
         tokio::pin!(launch);
         let deadline = async {
             match ctx.config.duration {
@@ -71,6 +134,7 @@ pub async fn execute(
     };
     ctx.stop();
     progress.finish().await;
+    let roots_started = roots_started?;
 
     let peak_live_sessions = ctx
         .peak_live_sessions
@@ -85,6 +149,7 @@ pub async fn execute(
         roots_started,
         peak_live_sessions,
         interrupted,
+        replay: replay_stats,
     })
 }
 

@@ -2,8 +2,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use berth_client::RoutingKey;
@@ -15,6 +15,7 @@ use crate::metrics::{RawRequest, RequestRecord};
 use crate::rng::Rng;
 use crate::routing::{RequestIdentity, WireRequest};
 use crate::run::context::RunContext;
+use crate::trace::ideal::{IdealCache, sent_tokens};
 use crate::transport::Exchange;
 use crate::workload::message::request_body;
 use crate::workload::prompts::system_prompt_choice;
@@ -136,7 +137,7 @@ pub fn run_session(ctx: Arc<RunContext>, mut node: SessionNode) -> SessionFuture
                 // Parents wait for their children, so the root's final turn ends the tree.
                 is_tree_final: node.depth == 0 && i == last,
             };
-            let text = send_turn(&ctx, &node, identity, &history, turn.output_tokens).await?;
+            let text = send_turn(&ctx, &node, identity, &history, turn.output_tokens, None).await?;
             history.push(Message {
                 role: Role::Assistant,
                 content: text.clone(),
@@ -159,15 +160,20 @@ pub fn run_session(ctx: Arc<RunContext>, mut node: SessionNode) -> SessionFuture
 }
 
 /// Sends one turn, retrying transport errors, 429 and 5xx up to `--max-retries` times; returns
-/// the answer text of the successful attempt.
-async fn send_turn(
+/// the answer text of the successful attempt. With `ideal` (trace replay), the prompt as sent
+/// is looked up in and added to the ideal cache, its figures go into the records, and the
+/// answer joins the cache.
+pub(crate) async fn send_turn(
     ctx: &RunContext,
     node: &SessionNode,
     mut identity: RequestIdentity<'_>,
     history: &[Message],
     max_tokens: u64,
+    ideal: Option<&Mutex<IdealCache>>,
 ) -> Option<String> {
     let cfg = &ctx.config;
+    // (prompt tokens as sent, ideal cached tokens), computed on the first attempt.
+    let mut ideal_prompt: Option<(Vec<u64>, u64)> = None;
     for retry in 0..=cfg.max_retries {
         if retry > 0 && ctx.stopped() {
             return None;
@@ -181,6 +187,11 @@ async fn send_turn(
             wire.body.insert(k.clone(), v.clone());
         }
         cfg.routing.apply(&identity, &mut wire);
+        if let (Some(cache), None) = (ideal, &ideal_prompt) {
+            let tokens = sent_tokens(cfg.endpoint, &wire.body);
+            let hit = cache.lock().map_or(0, |mut c| c.send(&tokens));
+            ideal_prompt = Some((tokens, hit));
+        }
         let body = Value::Object(wire.body);
         let bytes = match serde_json::to_vec(&body) {
             Ok(b) => Bytes::from(b),
@@ -199,8 +210,18 @@ async fn send_turn(
             ex.transport_error.is_some() || ex.status.is_some_and(|s| s == 429 || s >= 500);
         let ok = ex.ok();
         let text = ok.then(|| ex.body.text.clone());
-        ctx.push(record(ctx, node, &identity, seq, &ex, raw));
+        let mut rec = record(ctx, node, &identity, seq, &ex, raw);
+        if let Some((tokens, hit)) = &ideal_prompt {
+            rec.ideal_prompt_tokens = Some(tokens.len() as u64);
+            rec.ideal_cached_tokens = Some(*hit);
+        }
+        ctx.push(rec);
         if ok {
+            if let (Some(cache), Some((tokens, _)), Some(answer)) = (ideal, &ideal_prompt, &text)
+                && let Ok(mut c) = cache.lock()
+            {
+                c.answered(tokens, answer);
+            }
             return text;
         }
         if !retryable {
@@ -267,5 +288,7 @@ fn record(
         routed_worker: ex.routed_worker.clone(),
         sim_worker: ex.sim_worker.clone(),
         raw,
+        ideal_prompt_tokens: None,
+        ideal_cached_tokens: None,
     }
 }

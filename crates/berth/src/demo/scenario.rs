@@ -86,6 +86,9 @@ pub(super) const PD_SCENARIO: Scenario = Scenario {
 /// the policy lands.
 pub(super) const AGENTIC_SCENARIOS: [Scenario; 6] = SCENARIOS;
 
+/// The trace rows (issue #16): the same six policies on the replayed agentic coding trace.
+pub(super) const TRACE_SCENARIOS: [Scenario; 6] = SCENARIOS;
+
 /// Whether this build's gateway accepts `scenario`'s policy name.
 pub(super) fn available(scenario: &Scenario) -> bool {
     scenario.policy.parse::<PolicyKind>().is_ok()
@@ -127,7 +130,7 @@ impl RowSet {
 }
 
 /// The row sets of a demo run: the original rows, then the agentic set (unless
-/// `--agentic-sessions 0`).
+/// `--agentic-sessions 0`), then the trace set (unless `--trace-sessions 0`).
 pub(super) fn row_sets(args: &Args) -> Vec<RowSet> {
     let mut sets = Vec::new();
     if args.quick || args.sessions > 0 {
@@ -140,6 +143,13 @@ pub(super) fn row_sets(args: &Args) -> Vec<RowSet> {
             "agentic",
             Workload::agentic(args),
             &AGENTIC_SCENARIOS,
+        ));
+    }
+    if args.quick || args.trace_sessions > 0 {
+        sets.push(RowSet::new(
+            "trace",
+            Workload::trace(args),
+            &TRACE_SCENARIOS,
         ));
     }
     sets

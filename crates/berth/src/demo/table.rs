@@ -30,13 +30,25 @@ pub(super) fn render(set: &RowSet, sections: &[Section<'_>]) -> String {
         "\n{heading}: {WORKERS} simulated workers; {}\n",
         set.workload.description
     );
+    // Trace rows also show the trace's ideal (one unbounded cache on the prompts as sent).
+    let with_ideal = sections
+        .iter()
+        .any(|s| s.output.summary.ideal_cached_ratio.is_some());
+    let ideal_cell = |v: String| {
+        if with_ideal {
+            format!(" {v:>7}")
+        } else {
+            String::new()
+        }
+    };
     let _ = writeln!(
         out,
-        "{:<30} {:>5} {:>6} {:>7} {:>10} {:>10} {:>8} {:>12} {:>17} {:>7} {:>7}",
+        "{:<30} {:>5} {:>6} {:>7}{} {:>10} {:>10} {:>8} {:>12} {:>17} {:>7} {:>7}",
         "routing",
         "ok",
         "errors",
         "cached",
+        ideal_cell("ideal".to_owned()),
         "TTFT p50",
         "TTFT p99",
         "vs first",
@@ -57,11 +69,12 @@ pub(super) fn render(set: &RowSet, sections: &[Section<'_>]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<30} {:>5} {:>6} {:>7} {:>8}ms {:>8}ms {:>8} {:>12} {:>17} {:>7} {:>7}",
+            "{:<30} {:>5} {:>6} {:>7}{} {:>8}ms {:>8}ms {:>8} {:>12} {:>17} {:>7} {:>7}",
             s.label,
             m.ok,
             m.failed,
             pct(m.cached_ratio),
+            ideal_cell(pct(m.ideal_cached_ratio)),
             opt(p50, 1),
             opt(m.ttft_ms.map(|p| p.p99), 1),
             ratio,

@@ -1,7 +1,7 @@
 //! The demo end to end on tiny workloads, both row sets.
 #![allow(clippy::unwrap_used)]
 
-use super::scenario::{AGENTIC_SCENARIOS, PD_SCENARIO, SCENARIOS, available};
+use super::scenario::{AGENTIC_SCENARIOS, PD_SCENARIO, SCENARIOS, TRACE_SCENARIOS, available};
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -15,11 +15,21 @@ async fn demo_runs_every_scenario_and_writes_the_report() {
         kv_capacity_tokens: 16_384,
         agentic_kv_capacity_tokens: 1_024,
         artifact_dir: dir.clone(),
+        trace_sessions: 3,
+        trace_speedup: 50.0,
+        trace_kv_capacity_tokens: 4_096,
         quick: true,
     };
     let tables = run_and_report(args).await.unwrap();
-    assert_eq!(tables.len(), 2, "the original rows, then the agentic set");
+    assert_eq!(
+        tables.len(),
+        3,
+        "the original rows, the agentic set, the trace set"
+    );
     assert!(tables[1].contains("agentic set"), "{}", tables[1]);
+    assert!(tables[2].contains("trace set"), "{}", tables[2]);
+    assert!(tables[2].contains("ideal"), "{}", tables[2]);
+    assert!(!tables[0].contains("ideal") && !tables[1].contains("ideal"));
     for t in &tables {
         assert!(t.contains("\nrecommendation: "), "{t}");
         assert!(t.contains("uncached"), "{t}");
@@ -33,11 +43,17 @@ async fn demo_runs_every_scenario_and_writes_the_report() {
         .filter(|s| available(s))
         .map(|s| format!("agentic: {}", s.label))
         .collect();
+    let trace: Vec<String> = TRACE_SCENARIOS
+        .iter()
+        .filter(|s| available(s))
+        .map(|s| format!("trace: {}", s.label))
+        .collect();
     let labels = SCENARIOS
         .iter()
         .chain([&PD_SCENARIO])
         .map(|s| s.label.to_owned())
-        .chain(agentic);
+        .chain(agentic)
+        .chain(trace.iter().cloned());
     for label in labels {
         assert!(html.contains(&label), "{label}");
         let m = &summary[&label];
@@ -66,6 +82,19 @@ async fn demo_runs_every_scenario_and_writes_the_report() {
         let agentic = format!("agentic: {label}");
         assert_eq!(summary[&agentic]["stickiness"]["ratio"], 1.0, "{agentic}");
     }
+    // The trace rows replay the committed trace's first 3 sessions and report its ideal; a
+    // single sticky worker per session gets as close to it as the fleet's caches allow.
+    for label in &trace {
+        let m = &summary[label];
+        let ideal = m["ideal_cached_ratio"].as_f64().unwrap();
+        assert!(ideal > 0.5 && ideal <= 1.0, "{label}: {m}");
+        assert!(
+            m["cached_ratio"].as_f64().unwrap() <= ideal + 1e-9,
+            "{label}: {m}"
+        );
+        assert_eq!(m["sessions"], 3, "{label}");
+    }
+    assert_eq!(summary["trace: manual"]["stickiness"]["ratio"], 1.0);
     // The agentic set is heavier: four long prompts, children carrying their parents' turns.
     let tokens = |label: &str| {
         summary[label]["prompt_tokens"].as_f64().unwrap() / summary[label]["ok"].as_f64().unwrap()

@@ -1,4 +1,4 @@
-//! The two workloads the demo runs, each with the fleet it runs on.
+//! The three workloads the demo runs, each with the fleet it runs on.
 //!
 //! - **classic**: agent sessions with two sub-agents each, one shared system prompt, a KV cache
 //!   small enough that scattering sessions evicts their prefixes (the demo's original rows).
@@ -9,6 +9,8 @@
 //!   prefill speed slow enough that serialized prefill shows in time to first token. Here a
 //!   policy that piles cold prefixes on one worker loses on TTFT, and one that scatters a
 //!   conversation loses on cached share.
+//! - **trace** (issue #16): the replay of a committed agentic coding trace synthesized by
+//!   aiperf, all sessions starting at once (`--fixed-schedule`) with their recorded think times.
 
 use super::Args;
 
@@ -165,6 +167,75 @@ impl Workload {
         ];
         out.extend(self.flags.iter().cloned());
         out
+    }
+}
+
+/// The committed agentic coding trace (aiperf 0.13.0 `synthesize agentic-code`, see
+/// `crates/berth/data/README.md`).
+pub(super) const TRACE: &str = include_str!("../../data/agentic-code-16s-seed42.jsonl");
+
+/// Where the demo writes [`TRACE`] for the bench to read.
+pub(super) fn trace_path(args: &Args) -> std::path::PathBuf {
+    args.artifact_dir.join("agentic-code-16s-seed42.jsonl")
+}
+
+impl Workload {
+    /// The replay of the committed agentic coding trace, scaled down by reproducible bench
+    /// flags: 16-token blocks instead of the trace's 512 (every prompt 1/32 of its recorded
+    /// length, the block sharing intact), answers capped at 32 tokens, think times divided by
+    /// `--trace-speedup`. `--quick`: 3 sessions, no think times, time scale 0.
+    pub(super) fn trace(args: &Args) -> Self {
+        let quick = args.quick;
+        let sessions = if quick { 3 } else { args.trace_sessions.max(1) };
+        let fleet = FleetShape {
+            kv_capacity_tokens: if quick {
+                4_096
+            } else {
+                args.trace_kv_capacity_tokens.max(16)
+            },
+            time_scale: if quick { 0.0 } else { args.time_scale },
+            prefill_tokens_per_sec: 4_000.0,
+        };
+        let speedup = if args.trace_speedup.is_finite() && args.trace_speedup > 0.0 {
+            args.trace_speedup
+        } else {
+            1.0
+        };
+        let path = trace_path(args).display().to_string();
+        let mut switches = vec![
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "--quiet",
+            "--fixed-schedule",
+        ];
+        if quick {
+            switches.push("--ignore-trace-delays");
+        }
+        Self {
+            description: format!(
+                "the first {sessions} sessions of an aiperf 0.13.0 `synthesize agentic-code` \
+                 trace (seed 42; 32k-token shared prefix, group prefixes, tool-call think times), \
+                 replayed at 16 tokens per hash id (1/32 scale), answers capped at 32 tokens, \
+                 think times /{speedup}; KV {} tokens per worker, prefill {} tokens/s, time \
+                 scale {}",
+                fleet.kv_capacity_tokens, fleet.prefill_tokens_per_sec, fleet.time_scale
+            ),
+            fleet,
+            flags: flags(
+                &[
+                    ("--input-file", path),
+                    ("--custom-dataset-type", "mooncake_trace".into()),
+                    ("--num-sessions", sessions.to_string()),
+                    ("--prompt-input-tokens-block-size", "16".into()),
+                    ("--trace-max-output-tokens", "32".into()),
+                    ("--replay-speedup", speedup.to_string()),
+                    ("--random-seed", args.seed.to_string()),
+                    ("--expected-workers", super::fleet::WORKERS.to_string()),
+                ],
+                &switches,
+            ),
+        }
     }
 }
 

@@ -274,3 +274,69 @@ fn unknown_sources_refuse_start_up_naming_the_flag() {
         assert!(e.contains("--routing-key-sources"), "{bad}: {e}");
     }
 }
+
+#[tokio::test]
+async fn nvext_close_drops_the_pin_before_the_response_and_the_session_is_placed_again() {
+    let w = sims(3).await;
+    let mut c = config(&w);
+    c.router.policy = PolicyKind::Manual;
+    let g = start(c).await;
+    let nv = |action: &str| json!({"nvext": {"session_control": {"session_id": "agent-1", "action": action, "timeout": 300}}});
+    let plain = json!({"nvext": {"session_control": {"session_id": "agent-1"}}});
+    assert_eq!(send(&g, &[], &nv("bind")).await.status, 200);
+    assert!(pinned(&g, "agent-1").await);
+    assert_eq!(send(&g, &[], &plain).await.status, 200);
+    let m = metrics(&g.gw).await;
+    let vacant = |m: &str| sample(m, r#"smg_manual_policy_branch_total{branch="vacant"}"#).unwrap();
+    let hits = |m: &str| {
+        sample(
+            m,
+            r#"smg_manual_policy_branch_total{branch="occupied_hit"}"#,
+        )
+        .unwrap()
+    };
+    assert_eq!((vacant(&m), hits(&m)), (1.0, 1.0));
+    // The close request itself still reaches the session's worker (an occupied hit) ...
+    let r = send(&g, &[], &nv("close")).await;
+    assert_eq!(r.status, 200);
+    // ... and once its response is read the pin is gone.
+    assert!(!pinned(&g, "agent-1").await);
+    let m = metrics(&g.gw).await;
+    assert_eq!(hits(&m), 2.0);
+    assert_eq!(
+        sample(
+            &m,
+            r#"berth_session_control_total{action="close",outcome="dropped"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &m,
+            r#"berth_session_control_total{action="bind",outcome="seen"}"#
+        ),
+        Some(1.0)
+    );
+    // The next request of that session is placed afresh (a new pin).
+    assert_eq!(send(&g, &[], &plain).await.status, 200);
+    assert_eq!(vacant(&metrics(&g.gw).await), 2.0);
+    assert!(pinned(&g, "agent-1").await);
+    // A close for a session never seen is placed (and pinned) like any keyed request, then
+    // dropped: no pin is left behind.
+    let r = send(
+        &g,
+        &[],
+        &json!({"nvext": {"session_control": {"session_id": "agent-2", "action": "close"}}}),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert!(!pinned(&g, "agent-2").await);
+    assert_eq!(
+        sample(
+            &metrics(&g.gw).await,
+            r#"berth_session_control_total{action="close",outcome="dropped"}"#
+        ),
+        Some(2.0)
+    );
+    g.gw.shutdown().await;
+}

@@ -69,6 +69,8 @@ enum SessionControl {
     Obj {
         #[serde(default)]
         session_id: Option<Str>,
+        #[serde(default)]
+        action: Option<Str>,
     },
     Other(IgnoredAny),
 }
@@ -81,7 +83,47 @@ struct KeyFields {
     nvext: Option<Nvext>,
 }
 
+/// What `nvext.session_control.action` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SessionAction {
+    /// `bind`: the session starts (counted; its key pins as any key does).
+    Bind,
+    /// `close`: the session ends; its pin is dropped here and in the store.
+    Close,
+}
+
+impl SessionAction {
+    /// The metric label.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Bind => "bind",
+            Self::Close => "close",
+        }
+    }
+}
+
 impl KeyFields {
+    /// The session control's action and its (raw) `session_id`, when both are strings and the
+    /// action is `bind` or `close`.
+    fn session_control(&self) -> Option<(SessionAction, String)> {
+        let Some(Nvext::Obj {
+            session_control:
+                Some(SessionControl::Obj {
+                    session_id: Some(Str::One(id)),
+                    action: Some(Str::One(action)),
+                }),
+        }) = &self.nvext
+        else {
+            return None;
+        };
+        let action = match action.as_str() {
+            "bind" => SessionAction::Bind,
+            "close" => SessionAction::Close,
+            _ => return None,
+        };
+        Some((action, id.clone()))
+    }
+
     /// `None` when the body names no key field (the common case: no allocation).
     fn into_keys(self) -> Option<BodyKeys> {
         let keys = BodyKeys {
@@ -97,7 +139,7 @@ impl KeyFields {
             },
             nvext_session_id: match self.nvext {
                 Some(Nvext::Obj {
-                    session_control: Some(SessionControl::Obj { session_id }),
+                    session_control: Some(SessionControl::Obj { session_id, .. }),
                 }) => Str::get(session_id),
                 _ => None,
             },
@@ -170,6 +212,8 @@ pub(crate) struct Inspected {
     pub(crate) text: Option<String>,
     /// The key fields (`prompt_cache_key`, ...), when the body names any.
     pub(crate) keys: Option<BodyKeys>,
+    /// `nvext.session_control`'s action and session id.
+    pub(crate) session: Option<(SessionAction, String)>,
 }
 
 fn first_rid(rid: Option<Rid>) -> Option<String> {
@@ -200,6 +244,7 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
             nvext: h.nvext,
         };
         return Ok(Inspected {
+            session: keys.session_control(),
             rid: first_rid(h.rid),
             model: h.model,
             stream: is_true(h.stream.as_ref()),
@@ -222,6 +267,7 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
         nvext: w.nvext,
     };
     Ok(Inspected {
+        session: keys.session_control(),
         rid: first_rid(w.rid),
         model: w.model,
         stream: is_true(w.stream.as_ref()),
@@ -284,6 +330,20 @@ mod tests {
         assert_eq!(k.conversation.as_deref(), Some("c"));
         assert_eq!(k.metadata_user_id.as_deref(), Some("u"));
         assert_eq!(k.nvext_session_id.as_deref(), Some("s"));
+        assert_eq!(i.session, Some((SessionAction::Bind, "s".to_owned())));
+        for (nvext, want) in [
+            (
+                r#"{"session_id":"s","action":"close"}"#,
+                Some(SessionAction::Close),
+            ),
+            (r#"{"session_id":"s","action":"open"}"#, None),
+            (r#"{"session_id":"s","action":1}"#, None),
+            (r#"{"action":"close"}"#, None),
+        ] {
+            let body = format!(r#"{{"nvext":{{"session_control":{nvext}}}}}"#);
+            let i = inspect(body.as_bytes(), false).unwrap();
+            assert_eq!(i.session.map(|s| s.0), want, "{nvext}");
+        }
         let i = inspect(
             br#"{"conversation":"c2","messages":[{"content":"x"}]}"#,
             true,

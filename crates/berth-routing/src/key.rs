@@ -128,6 +128,9 @@ impl KeyConfig {
     /// any header source that has a valid value. Zero body cost when every body source is off
     /// or a header earlier in the list already names the key.
     pub fn needs_body(&self, headers: &dyn HeaderSource) -> bool {
+        if !self.sources.iter().any(Source::in_body) {
+            return false;
+        }
         for source in &self.sources {
             match source {
                 Source::Rid => {}

@@ -56,6 +56,11 @@ impl<G: Completion> ResBody<G> {
         }))
     }
 
+    /// Whether this is a worker's body (not one the gateway made).
+    pub fn is_proxied(&self) -> bool {
+        matches!(self, Self::Proxied(_))
+    }
+
     /// The guard of a proxied body that has not ended yet.
     pub fn guard_mut(&mut self) -> Option<&mut G> {
         match self {

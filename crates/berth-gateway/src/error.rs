@@ -9,7 +9,11 @@
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 
+pub use rejection::{Rejection, RejectionKind};
+
 use crate::body::{Completion, ResBody};
+
+mod rejection;
 
 /// The event dialect of a server-sent event stream (for the gateway's closing error event).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -362,161 +366,5 @@ impl GatewayError {
     }
 }
 
-// Admission control's refusal (re-exported by `admission`): defined here so the one mapping
-// to HTTP needs nothing above it.
-
-/// Why a request was turned away.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RejectionKind {
-    /// No permit free and the queue full (or `--queue-size 0`).
-    QueueFull,
-    /// Waited `--queue-timeout-secs` without a permit.
-    QueueTimeout,
-}
-
-impl RejectionKind {
-    /// The `reason` label and the error code.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::QueueFull => "queue_full",
-            Self::QueueTimeout => "queue_timeout",
-        }
-    }
-}
-
-/// A 429 from admission control, with what the message and `Retry-After` need.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Rejection {
-    /// Full or timed out.
-    pub kind: RejectionKind,
-    /// Seconds after which a retry may be admitted (at least 1).
-    pub retry_after_secs: u64,
-    pub(crate) max_concurrent: Option<u32>,
-    pub(crate) queue_size: usize,
-    pub(crate) queue_timeout: std::time::Duration,
-    pub(crate) rate: Option<f64>,
-}
-
-impl std::fmt::Display for Rejection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let limits = match (self.max_concurrent, self.rate) {
-            (Some(max), Some(rate)) => format!(
-                "{max} requests in progress (--max-concurrent-requests) or {rate}/s admitted \
-                 (--rate-limit-tokens-per-second)"
-            ),
-            (Some(max), None) => format!("{max} requests in progress (--max-concurrent-requests)"),
-            (None, Some(rate)) => format!("{rate}/s admitted (--rate-limit-tokens-per-second)"),
-            (None, None) => "its limits".to_owned(),
-        };
-        match self.kind {
-            RejectionKind::QueueFull => write!(
-                f,
-                "the gateway is at {limits} and its queue is full ({} waiting, --queue-size); \
-                 retry after {} s",
-                self.queue_size, self.retry_after_secs
-            ),
-            RejectionKind::QueueTimeout => write!(
-                f,
-                "the gateway is at {limits} and the request waited {} s in its queue \
-                 (--queue-timeout-secs); retry after {} s",
-                self.queue_timeout.as_secs(),
-                self.retry_after_secs
-            ),
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_error_has_the_one_shape() {
-        let errs = [
-            GatewayError::JsonParse("x".into()),
-            GatewayError::MissingRoutingKey { policy: "manual" },
-            GatewayError::Unauthorized,
-            GatewayError::ModelNotFound("m".into()),
-            GatewayError::PayloadTooLarge(1),
-            GatewayError::RequestBodyTimeout("stalled".into()),
-            GatewayError::UpstreamConnection {
-                worker: "w".into(),
-                reason: "r".into(),
-            },
-            GatewayError::NoAvailableWorkers,
-            GatewayError::UpstreamTimeout("w".into()),
-            GatewayError::Overloaded(crate::admission::Rejection {
-                kind: RejectionKind::QueueTimeout,
-                retry_after_secs: 3,
-                max_concurrent: Some(1),
-                queue_size: 1,
-                queue_timeout: std::time::Duration::from_secs(1),
-                rate: None,
-            }),
-        ];
-        let expected = [400, 400, 401, 404, 413, 408, 502, 503, 504, 429];
-        for (e, status) in errs.iter().zip(expected) {
-            let r = e.to_response::<crate::proxy::RequestGuard>();
-            assert_eq!(r.status().as_u16(), status);
-            let code = r
-                .headers()
-                .get(ERROR_CODE_HEADER)
-                .unwrap()
-                .to_str()
-                .unwrap();
-            assert_eq!(code, e.code().as_str());
-            if status == 429 {
-                assert_eq!(r.headers()[header::RETRY_AFTER], "3");
-                assert_eq!(code, "queue_timeout");
-            }
-        }
-    }
-
-    #[test]
-    fn all_lists_every_code_in_order_and_wire_names_round_trip() {
-        assert_eq!(ErrorCode::ALL.len(), ErrorCode::Internal as usize + 1);
-        for (i, c) in ErrorCode::ALL.into_iter().enumerate() {
-            assert_eq!(c as usize, i);
-            assert_eq!(ErrorCode::from_wire(c.as_str().as_bytes()), Some(c));
-        }
-        assert_eq!(ErrorCode::from_wire(b"nope"), None);
-    }
-
-    #[test]
-    fn a_stream_error_is_one_event_in_the_same_shape() {
-        let e = GatewayError::UpstreamStream {
-            worker: "http://w".into(),
-            reason: "connection closed".into(),
-        };
-        let ev = e.to_sse_event(false, SseStyle::OpenAi);
-        let text = std::str::from_utf8(&ev).unwrap();
-        let json = text
-            .strip_prefix("data: ")
-            .and_then(|t| t.strip_suffix("\n\n"))
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_str(json).unwrap();
-        assert_eq!(v["error"]["code"], "upstream_stream_error");
-        assert_eq!(v["error"]["type"], "server_error");
-        assert!(
-            e.to_sse_event(true, SseStyle::OpenAi)
-                .starts_with(b"\n\ndata: ")
-        );
-        let ev = e.to_sse_event(false, SseStyle::Anthropic);
-        let text = std::str::from_utf8(&ev).unwrap();
-        let json = text
-            .strip_prefix("event: error\ndata: ")
-            .and_then(|t| t.strip_suffix("\n\n"))
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_str(json).unwrap();
-        assert_eq!(v["type"], "error");
-        assert_eq!(v["error"]["type"], "api_error");
-        assert_eq!(v["error"]["code"], "upstream_stream_error");
-    }
-
-    #[test]
-    fn missing_key_message_says_how_to_fix() {
-        let msg = GatewayError::MissingRoutingKey { policy: "manual" }.to_string();
-        assert!(msg.contains("X-SMG-Routing-Key"));
-        assert!(msg.contains("--allow-requests-without-routing-key"));
-    }
-}
+mod tests;

@@ -56,9 +56,6 @@ mod upstream;
 /// The routing core, re-exported: [`GatewayConfig::router`] is its `RouterOptions`.
 pub use berth_routing as routing;
 
-#[doc(hidden)]
-pub use admin::docs_route_table;
-
 pub use config::GatewayConfig;
 pub use discovery::{DiscoveryProvider, DiscoverySettings};
 pub use error::GatewayError;

@@ -279,11 +279,21 @@ impl Metrics {
         }
     }
 
-    /// Counts a response to a client: its status, and the gateway's error code if it made one.
-    pub(crate) fn response(&self, status: http::StatusCode, headers: &http::HeaderMap) {
+    /// Counts a response to a client: its status, and the gateway's error code if it made one
+    /// (a worker's response counts as `none`, even when the worker set the header itself).
+    pub(crate) fn response(
+        &self,
+        status: http::StatusCode,
+        headers: &http::HeaderMap,
+        from_worker: bool,
+    ) {
         const CODE: http::HeaderName =
             http::HeaderName::from_static(crate::error::ERROR_CODE_HEADER);
-        let code_header = headers.get(&CODE);
+        let code_header = if from_worker {
+            None
+        } else {
+            headers.get(&CODE)
+        };
         if status == http::StatusCode::OK && code_header.is_none() {
             self.responses_ok.inc();
             return;

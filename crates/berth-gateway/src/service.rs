@@ -30,7 +30,9 @@ pub(crate) async fn handle(
     let state = io.state.clone();
     let mut resp = dispatch(io, req).await;
     request_id::stamp(&mut resp, id);
-    state.metrics.response(resp.status(), resp.headers());
+    state
+        .metrics
+        .response(resp.status(), resp.headers(), resp.body().is_proxied());
     Ok(resp)
 }
 

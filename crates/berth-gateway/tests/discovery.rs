@@ -209,14 +209,16 @@ fn an_invalid_manifest_keeps_the_last_good_set_is_logged_once_and_counted() {
             ) == Some(1.0)
         })
         .await;
-        // Several full rereads of the same broken file later (bounded wait, no timing claim):
-        for _ in 0..10 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            assert_eq!(
-                g.client.chat(&[], chat_body(None)).await.worker(),
-                Some(w[0].url())
-            );
-        }
+        // Several full rereads of the same broken file later (counted from the log):
+        let seen = full_looks(&logs);
+        eventually("three more full looks", || async {
+            full_looks(&logs) >= seen + 3
+        })
+        .await;
+        assert_eq!(
+            g.client.chat(&[], chat_body(None)).await.worker(),
+            Some(w[0].url())
+        );
         let m = metrics(&g.gw).await;
         assert_eq!(
             sample(
@@ -262,9 +264,25 @@ fn an_invalid_manifest_keeps_the_last_good_set_is_logged_once_and_counted() {
     assert!(text.contains("invalid manifest"), "{text}");
 }
 
-#[tokio::test]
-async fn static_workers_are_left_alone_and_a_deleted_discovered_worker_comes_back_on_the_interval()
-{
+/// Full looks the discovery loop has logged so far.
+fn full_looks(logs: &logs::LogBuf) -> usize {
+    logs.text()
+        .lines()
+        .filter(|l| l.contains("service discovery full look"))
+        .count()
+}
+
+#[test]
+fn static_workers_are_left_alone_and_a_deleted_discovered_worker_comes_back_on_the_interval() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (logs, _guard) = logs::capture_debug_logs();
+    rt.block_on(static_workers_are_left_alone(&logs));
+}
+
+async fn static_workers_are_left_alone(logs: &logs::LogBuf) {
     let w = sims(2).await;
     let dir = temp_dir("static");
     let path = dir.join("workers.json");
@@ -302,10 +320,13 @@ async fn static_workers_are_left_alone_and_a_deleted_discovered_worker_comes_bac
         registered(&g.client).await == [w[0].url()]
     })
     .await;
-    for _ in 0..5 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        assert_eq!(registered(&g.client).await, [w[0].url()]);
-    }
+    // several full rereads of the manifest later, the static worker is still there
+    let seen = full_looks(logs);
+    eventually("three more full looks", || async {
+        full_looks(logs) >= seen + 3
+    })
+    .await;
+    assert_eq!(registered(&g.client).await, [w[0].url()]);
     g.gw.shutdown().await;
     std::fs::remove_dir_all(dir).unwrap();
 }

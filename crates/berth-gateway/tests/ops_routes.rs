@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod common;
+#[path = "support/route_table.rs"]
+mod route_table;
 
 use berth_gateway::config::Secret;
 use common::*;
@@ -13,7 +15,7 @@ const ADMIN: (&str, &[u8]) = ("authorization", b"Bearer adm1n");
 
 /// `(method, path)` of every route in docs/gateway.md's Routes table, in order.
 fn documented() -> Vec<(Method, String)> {
-    berth_gateway::docs_route_table(include_str!("../../../docs/gateway.md"))
+    route_table::docs_route_table(include_str!("../../../docs/gateway.md"))
         .into_iter()
         .map(|(m, p)| (m.parse().unwrap(), p))
         .collect()

@@ -6,7 +6,7 @@
 //! - `worker.rs`: worker ids, live counters and the immutable [`WorkerSnapshot`] (with the
 //!   consistent-hash ring it builds, `worker/ring.rs`).
 //! - `policy/`: the placement policies (`random`, `round_robin`, `power_of_two`,
-//!   `cache_aware`, `consistent_hashing`, `manual`).
+//!   `cache_aware`, `ttft_aware`, `consistent_hashing`, `manual`).
 //! - `assign.rs`: assignment modes for new and failed-over keys.
 //! - `pin/`: the sharded, bounded pin table with its incremental idle sweep.
 //! - `decision.rs`: the request, decision and lease types.

@@ -26,5 +26,4 @@ mod sticky;
 mod workers;
 
 pub(crate) use auth::authorized;
-pub use routes::docs_route_table;
 pub(crate) use routes::serve;

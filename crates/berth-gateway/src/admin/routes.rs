@@ -197,33 +197,9 @@ pub(crate) async fn serve(
     }
 }
 
-/// `(method, path)` of every route in the Routes table of a gateway.md (the docs are checked
-/// against the router with it, here and by the integration tests); the query is left out.
-#[doc(hidden)]
-pub fn docs_route_table(doc: &str) -> Vec<(String, String)> {
-    let section = doc
-        .split("\n## Routes\n")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    for row in section.lines().filter(|l| l.starts_with("| `")) {
-        let first = row.split('|').nth(1).unwrap_or_default();
-        let mut method = "";
-        for item in first.split('`').skip(1).step_by(2) {
-            let path = match item.split_once(' ') {
-                Some((m, p)) => {
-                    method = m;
-                    p
-                }
-                None => item,
-            };
-            let path = path.split('?').next().unwrap_or_default();
-            out.push((method.to_owned(), path.to_owned()));
-        }
-    }
-    out
-}
+#[cfg(test)]
+#[path = "../../tests/support/route_table.rs"]
+mod route_table;
 
 #[cfg(test)]
 mod tests {
@@ -235,7 +211,9 @@ mod tests {
     /// `(method, path)` of every route in docs/gateway.md's Routes table, each once.
     fn documented() -> BTreeSet<(String, String)> {
         let mut out = BTreeSet::new();
-        for route in super::docs_route_table(include_str!("../../../../docs/gateway.md")) {
+        for route in
+            super::route_table::docs_route_table(include_str!("../../../../docs/gateway.md"))
+        {
             assert!(out.insert(route.clone()), "{route:?} twice");
         }
         out

@@ -53,6 +53,9 @@ async fn drive<D: Discovery>(mut provider: D, fleet: Fleet, interval: Duration) 
             // saturating: a huge interval means "one full look"
             next_full = now.checked_add(interval).unwrap_or(now + FAR);
         }
+        if full {
+            tracing::debug!(source, "service discovery full look");
+        }
         match provider.look(full).await {
             Look::Unchanged | Look::NotYet => {}
             Look::Desired(set) => {

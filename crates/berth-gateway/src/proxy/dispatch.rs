@@ -60,7 +60,13 @@ pub(crate) async fn regular(
     let mut current = Arc::clone(&view);
     let mut decision = route(&current, &tried).map_err(|e| route_error(state, &state.router, e))?;
     // a new key consults the shared pin store (no-op without one, and on a sticky hit)
-    decision = store::settle(state, decision, model, || route(&current, &tried)).await;
+    if state.store.is_some() {
+        // boxed: the store's round trip is a large future, absent without `--sticky-store`
+        decision = Box::pin(store::settle(state, decision, model, || {
+            route(&current, &tried)
+        }))
+        .await;
+    }
     let upstream = Upstream {
         pool,
         timeout: state.config.request_timeout,

@@ -60,6 +60,7 @@ async fn forward(
             }
             resp
         }
-        Some(legs) => pd::dispatch(state, legs, pool, endpoint, prepared, start).await,
+        // boxed: PD's future (two legs at once) would otherwise size every request's future
+        Some(legs) => Box::pin(pd::dispatch(state, legs, pool, endpoint, prepared, start)).await,
     }
 }

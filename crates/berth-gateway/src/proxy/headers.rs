@@ -58,6 +58,11 @@ pub(crate) fn strip_response_headers(headers: &mut HeaderMap) {
 fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
     let mut names = Vec::new();
     for value in headers.get_all(header::CONNECTION) {
+        // the common values name no header: nothing to parse or allocate
+        let v = value.as_bytes();
+        if v.eq_ignore_ascii_case(b"keep-alive") || v.eq_ignore_ascii_case(b"close") {
+            continue;
+        }
         for token in value.to_str().unwrap_or("").split(',') {
             if let Ok(name) = HeaderName::from_bytes(token.trim().as_bytes()) {
                 names.push(name);

@@ -276,8 +276,9 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
     })
 }
 
-/// Appends every string leaf of `v` in document order (a conversation's text only grows at the
-/// end from turn to turn, which is what prefix matching needs).
+/// Appends every string leaf of `v`: arrays in order, an object's members in key order (serde_json
+/// without `preserve_order` sorts them, so not document order). A conversation grows at the end
+/// of its `messages` array from turn to turn, which is what prefix matching needs.
 fn collect_strings(v: &Value, out: &mut String) {
     match v {
         Value::String(s) => {

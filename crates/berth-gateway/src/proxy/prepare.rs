@@ -143,11 +143,14 @@ pub(crate) async fn prepare(
             model: ahead.model().map(str::to_owned),
             ..Inspected::default()
         };
-        (
-            Held::Stream(Replayable::new(body, ahead, late, capture, max, deadline)),
-            inspected,
-            None,
-        )
+        // The lookahead may already hold the whole body (a small one arrives in one frame):
+        // then it is sent as bytes held, with nothing left to stream or watch.
+        let held = if late.is_none() && http_body::Body::is_end_stream(&body) {
+            Held::Buffered(concat(ahead.prefix))
+        } else {
+            Held::Stream(Replayable::new(body, ahead, late, capture, max, deadline))
+        };
+        (held, inspected, None)
     };
     // Reading the body (or its first frames) can take a while: route on the workers as they are
     // now, not as they were when the head arrived (a worker removed or opened meanwhile must not be chosen).
@@ -192,6 +195,14 @@ fn model_label(known: &[Arc<str>], model: Option<&str>) -> Arc<str> {
         .and_then(|model| known.iter().find(|m| ***m == *model))
         .cloned()
         .unwrap_or_else(|| Arc::from("unknown"))
+}
+
+/// The frames as one buffer (no copy for a single frame).
+fn concat(frames: Vec<bytes::Bytes>) -> bytes::Bytes {
+    match <[bytes::Bytes; 1]>::try_from(frames) {
+        Ok([one]) => one,
+        Err(frames) => frames.concat().into(),
+    }
 }
 
 fn content_length(headers: &HeaderMap) -> Option<u64> {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use super::client::ClientBody;
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http_body_util::BodyExt;
 use tokio::time::Instant;
 
@@ -56,11 +57,14 @@ pub(crate) async fn read_ahead(
     let mut ahead = Lookahead::default();
     let mut last = Instant::now();
     while ahead.scan.found().is_none() && ahead.len < LOOKAHEAD_LIMIT {
-        let frame = match deadline.next(last) {
-            Some(at) => tokio::time::timeout_at(at, body.frame())
+        // A frame already there needs no timer.
+        let ready = body.frame().now_or_never();
+        let frame = match (ready, deadline.next(last)) {
+            (Some(frame), _) => frame,
+            (None, Some(at)) => tokio::time::timeout_at(at, body.frame())
                 .await
                 .map_err(|_| deadline.error(last))?,
-            None => body.frame().await,
+            (None, None) => body.frame().await,
         };
         let data = match frame {
             None => {

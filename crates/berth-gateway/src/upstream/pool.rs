@@ -147,7 +147,9 @@ impl Pool {
             let (mut sender, reused) = match pooled {
                 Some(s) => (s, true),
                 None => (
-                    connect(&self.client, addr)
+                    // boxed: opening a connection (TCP, TLS) is a large future and rare; it
+                    // would otherwise size every request's future
+                    Box::pin(connect(&self.client, addr))
                         .await
                         .map_err(SendError::fresh)?,
                     false,

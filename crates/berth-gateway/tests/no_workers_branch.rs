@@ -1,4 +1,4 @@
-//! Review: a keyed request refused for lack of workers under `manual` counts as the
+//! A keyed request refused for lack of workers under `manual` counts as the
 //! `no_healthy_workers` branch (the label the docs and the core promise).
 #![allow(clippy::unwrap_used, missing_docs)]
 

@@ -1,4 +1,4 @@
-//! Review: a buffered request routes on the worker view as it is once its body has arrived, not
+//! A buffered request routes on the worker view as it is once its body has arrived, not
 //! as it was when its head arrived (a worker removed meanwhile gets nothing).
 #![allow(clippy::unwrap_used, missing_docs)]
 

@@ -1,4 +1,4 @@
-//! Review: a retry routes on the worker view as it is when the attempt failed, not as it was
+//! A retry routes on the worker view as it is when the attempt failed, not as it was
 //! when the request arrived (a worker added meanwhile can take the retry, one removed cannot).
 #![allow(clippy::unwrap_used, missing_docs)]
 

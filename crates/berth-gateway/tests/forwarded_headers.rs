@@ -1,4 +1,4 @@
-//! Review: what crosses the gateway in each direction, seen by a worker that records requests
+//! What crosses the gateway in each direction, seen by a worker that records requests
 //! and answers with hop-by-hop headers of its own.
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -41,15 +41,26 @@ async fn recording_worker() -> (String, Seen) {
                             ))),
                             _ => {
                                 let fail = parts.headers.contains_key("x-fail");
+                                let own_code = parts.headers.contains_key("x-own-code");
                                 record.lock().unwrap().push(parts.headers);
-                                Response::builder()
-                                    .status(if fail { 500 } else { 200 })
-                                    .header("connection", "x-hop")
-                                    .header("x-hop", "secret")
-                                    .header("keep-alive", "timeout=5")
-                                    .header("x-end", "1")
-                                    .body(Full::new(Bytes::from("{}")))
-                                    .unwrap()
+                                let mut b = Response::builder();
+                                if own_code {
+                                    // a gateway in front of the engines, refusing on its own
+                                    b = b.status(429).header("x-smg-error-code", "queue_full");
+                                }
+                                b.status(if own_code {
+                                    429
+                                } else if fail {
+                                    500
+                                } else {
+                                    200
+                                })
+                                .header("connection", "x-hop")
+                                .header("x-hop", "secret")
+                                .header("keep-alive", "timeout=5")
+                                .header("x-end", "1")
+                                .body(Full::new(Bytes::from("{}")))
+                                .unwrap()
                             }
                         };
                         Ok::<_, std::convert::Infallible>(resp)
@@ -104,5 +115,29 @@ async fn hop_by_hop_headers_stop_at_the_gateway_both_ways() {
     assert_eq!(r.worker().as_deref(), Some(url.as_str()));
     assert!(r.error_code().is_none());
     assert!(!r.headers.contains_key("x-hop"));
+    // A worker's own `x-smg-error-code` passes through, but is not counted as this gateway's.
+    let r = g
+        .client
+        .chat(&[("x-own-code", b"1")], chat_body(None))
+        .await;
+    assert_eq!(r.status, 429);
+    assert_eq!(r.error_code().as_deref(), Some("queue_full"));
+    let m = metrics(&g.gw).await;
+    assert_eq!(
+        sample(
+            &m,
+            r#"smg_http_responses_total{status_code="429",error_code="none"}"#
+        ),
+        Some(1.0),
+        "{m}"
+    );
+    assert_eq!(
+        sample(
+            &m,
+            r#"smg_http_responses_total{status_code="429",error_code="queue_full"}"#
+        ),
+        None,
+        "{m}"
+    );
     g.gw.shutdown().await;
 }

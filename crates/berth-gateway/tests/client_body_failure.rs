@@ -1,4 +1,4 @@
-//! Review: a client whose streamed request body breaks is the client's fault, not the worker's.
+//! A client whose streamed request body breaks is the client's fault, not the worker's.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 mod common;

@@ -103,7 +103,8 @@ pub struct Args {
     #[arg(long)]
     pub expected_workers: Option<u64>,
     /// How requests tell the router their session: dynamo_headers, dynamo_nvext,
-    /// smg_routing_key, session_id_header, identity_headers, rid or none.
+    /// smg_routing_key, session_id_header, identity_headers, prompt_cache_key, conversation,
+    /// codex_session_header, claude_code_header, claude_code_metadata, rid or none.
     #[arg(long, default_value = "none")]
     pub session_routing: String,
     /// An option of the session-routing mode, `key=value` (repeatable).

@@ -5,7 +5,9 @@
 //! - [`cli`]: the flags (aiperf's names where aiperf has one) and [`cli::run`], the entry point.
 //! - [`config`]: [`BenchConfig`], every flag validated once before the run starts.
 //! - [`routing`]: the session-routing modes (`dynamo_headers`, `dynamo_nvext`,
-//!   `smg_routing_key`, `session_id_header`, `identity_headers`, `rid`, `none`), parsed with
+//!   `smg_routing_key`, `session_id_header`, `identity_headers`, `prompt_cache_key`,
+//!   `conversation`, `codex_session_header`, `claude_code_header`, `claude_code_metadata`, `rid`,
+//!   `none`), parsed with
 //!   their options and applied where requests are serialized.
 //! - [`workload`]: sessions and agent trees, their plans, their history and request bodies.
 //! - [`transport`]: the pooled HTTP client, timing, and reading JSON and SSE responses.

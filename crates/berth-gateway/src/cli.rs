@@ -39,6 +39,13 @@ pub struct Args {
     /// Ordered routing-key header names [default: x-smg-routing-key].
     #[arg(long, num_args = 1..)]
     pub routing_key_headers: Vec<String>,
+    /// Ordered places a routing key comes from: rid, routing_key_headers, header:<name>,
+    /// nvext_session_id, prompt_cache_key, conversation, metadata_user_id [default: rid
+    /// routing_key_headers header:session_id header:conversation_id
+    /// header:x-claude-code-session-id nvext_session_id prompt_cache_key conversation
+    /// metadata_user_id].
+    #[arg(long, num_args = 1.., value_delimiter = ',')]
+    pub routing_key_sources: Vec<String>,
     /// Where new keys go: random, min_load, min_group, delegate [default: random under manual,
     /// delegate under the override].
     #[arg(long)]
@@ -265,6 +272,7 @@ impl Args {
             policy: self.policy.or(file.policy),
             routing_key_override: self.routing_key_override || file.routing_key_override,
             routing_key_headers: vec_or(self.routing_key_headers, file.routing_key_headers),
+            routing_key_sources: vec_or(self.routing_key_sources, file.routing_key_sources),
             assignment_mode: self.assignment_mode.or(file.assignment_mode),
             max_idle_secs: self.max_idle_secs.or(file.max_idle_secs),
             eviction_interval_secs: self.eviction_interval_secs.or(file.eviction_interval_secs),

@@ -46,6 +46,11 @@ pub(crate) struct SourceLabels {
     pub(crate) source: &'static str,
 }
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct SessionLabels {
+    pub(crate) action: &'static str,
+    pub(crate) outcome: &'static str,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct WorkerLabels {
     pub(crate) worker: Arc<str>,
 }
@@ -80,6 +85,7 @@ pub struct Metrics {
     evictions: Family<ReasonLabels, Counter>,
     evictions_seen: Mutex<[u64; 3]>,
     pub(crate) key_source: Family<SourceLabels, Counter>,
+    pub(crate) session_control: Family<SessionLabels, Counter>,
     worker_keys: Family<WorkerLabels, Gauge>,
     pub(crate) body_path: Family<BodyPathLabels, Counter>,
     pub(crate) requests: Family<RequestLabels, Counter>,
@@ -133,6 +139,7 @@ impl Metrics {
             evictions: Family::default(),
             evictions_seen: Mutex::new([0; 3]),
             key_source: Family::default(),
+            session_control: Family::default(),
             worker_keys: Family::default(),
             body_path: Family::default(),
             requests: Family::default(),
@@ -187,6 +194,11 @@ impl Metrics {
             "smg_routing_key_source",
             "Routing keys by source",
             m.key_source.clone(),
+        );
+        registry.register(
+            "berth_session_control",
+            "nvext.session_control actions, by outcome",
+            m.session_control.clone(),
         );
         registry.register(
             "smg_worker_routing_keys_active",

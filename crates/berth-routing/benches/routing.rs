@@ -64,6 +64,7 @@ fn route(
     let req = RouteRequest {
         rid: None,
         headers: &h,
+        body: None,
         model: Some("llama"),
         leg: Leg::Regular,
         text,
@@ -165,6 +166,7 @@ fn bench_vacant_and_respill(c: &mut Criterion) {
     let req = RouteRequest {
         rid: None,
         headers: &h,
+        body: None,
         model: Some("llama"),
         leg: Leg::Regular,
         text: None,
@@ -240,6 +242,7 @@ fn route_keyless(r: &Router, s: &WorkerSnapshot, text: &str, rng: &mut Rng) -> W
     let req = RouteRequest {
         rid: None,
         headers: &h,
+        body: None,
         model: Some("llama"),
         leg: Leg::Regular,
         text: Some(text),

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::key::{HeaderSource, RoutingKey};
+use crate::key::{BodyKeys, HeaderSource, RoutingKey};
 use crate::pin::PinTable;
 use crate::policy::ttft::cost::{FleetCost, TtftStats};
 use crate::worker::{WorkerId, WorkerSnapshot, WorkerStats};
@@ -78,6 +78,8 @@ pub struct RouteRequest<'a> {
     pub rid: Option<&'a str>,
     /// The request headers.
     pub headers: &'a dyn HeaderSource,
+    /// The body's key fields (`prompt_cache_key`, ...), when the caller read the body.
+    pub body: Option<&'a BodyKeys>,
     /// The model the request names (or the fleet's only model).
     pub model: Option<&'a str>,
     /// The leg.

@@ -1,11 +1,17 @@
 //! Deriving a request's routing key (SPEC.md section 1).
 //!
 //! One extractor serves every policy, so `manual`, `consistent_hashing` and the override can
-//! never disagree about which conversation a request belongs to. Precedence: the body `rid`
-//! (override only, lineage-stripped), then the first valid routing-key header, then nothing.
-//! Stripping computes the key only; the caller forwards the request with its full rid.
+//! never disagree about which conversation a request belongs to. Precedence follows the
+//! ordered source list (`sources.rs`, `--routing-key-sources`); by default the body `rid`
+//! (override only, lineage-stripped), then the first valid routing-key header (SMG's order),
+//! then berth's additions (agent session headers, then body fields). Stripping computes the key
+//! only; the caller forwards the request with its full rid.
 
 use crate::Error;
+
+mod sources;
+
+pub use sources::{BodyKeys, DEFAULT_KEY_SOURCES, Source, parse_sources, session_from_user_id};
 
 /// Longest routing key, in bytes.
 pub const MAX_KEY_BYTES: usize = 128;
@@ -18,8 +24,18 @@ pub const DEFAULT_ROUTING_KEY_HEADER: &str = "x-smg-routing-key";
 pub enum KeySource {
     /// The body `rid`.
     Rid,
-    /// A routing-key header.
+    /// A routing-key header (`--routing-key-headers`).
     Header,
+    /// A `header:<name>` source (an agent's session header).
+    SessionHeader,
+    /// The body's `nvext.session_control.session_id`.
+    NvextSessionId,
+    /// The body's `prompt_cache_key`.
+    PromptCacheKey,
+    /// The body's `conversation`.
+    Conversation,
+    /// The session part of the body's `metadata.user_id`.
+    MetadataUserId,
 }
 
 impl KeySource {
@@ -28,6 +44,11 @@ impl KeySource {
         match self {
             Self::Rid => "rid",
             Self::Header => "header",
+            Self::SessionHeader => "session_header",
+            Self::NvextSessionId => "nvext_session_id",
+            Self::PromptCacheKey => "prompt_cache_key",
+            Self::Conversation => "conversation",
+            Self::MetadataUserId => "metadata_user_id",
         }
     }
 }
@@ -65,6 +86,7 @@ impl HeaderSource for HeaderList<'_> {
 pub struct KeyConfig {
     override_on: bool,
     header_names: Vec<String>,
+    sources: Vec<Source>,
 }
 
 impl KeyConfig {
@@ -87,7 +109,49 @@ impl KeyConfig {
         Ok(Self {
             override_on,
             header_names: names,
+            sources: vec![Source::Rid, Source::RoutingKeyHeaders],
         })
+    }
+
+    /// The same headers and override with the ordered `--routing-key-sources` list.
+    pub fn with_sources(mut self, sources: Vec<Source>) -> Self {
+        self.sources = sources;
+        self
+    }
+
+    /// The sources, in precedence order.
+    pub fn sources(&self) -> &[Source] {
+        &self.sources
+    }
+
+    /// Whether the body must be read to find this request's key: a body source comes before
+    /// any header source that has a valid value. Zero body cost when every body source is off
+    /// or a header earlier in the list already names the key.
+    pub fn needs_body(&self, headers: &dyn HeaderSource) -> bool {
+        if !self.sources.iter().any(Source::in_body) {
+            return false;
+        }
+        for source in &self.sources {
+            match source {
+                Source::Rid => {}
+                Source::RoutingKeyHeaders => {
+                    if self
+                        .header_names
+                        .iter()
+                        .any(|n| headers.first_value(n).and_then(valid_header_key).is_some())
+                    {
+                        return false;
+                    }
+                }
+                Source::Header(n) => {
+                    if headers.first_value(n).and_then(valid_header_key).is_some() {
+                        return false;
+                    }
+                }
+                _ => return true,
+            }
+        }
+        false
     }
 
     /// Whether the routing-key override is on.
@@ -103,12 +167,61 @@ impl KeyConfig {
     /// Derives the key of one request from its body `rid` (if the caller found one) and its
     /// headers. `None` means the request has no key.
     pub fn derive(&self, rid: Option<&str>, headers: &dyn HeaderSource) -> Option<RoutingKey> {
-        if let Some(key) = rid.filter(|_| self.override_on).and_then(key_from_rid) {
-            return Some(RoutingKey {
+        self.derive_with_body(rid, None, headers)
+    }
+
+    /// [`Self::derive`] with the body's key fields, when the caller read the body.
+    pub fn derive_with_body(
+        &self,
+        rid: Option<&str>,
+        body: Option<&BodyKeys>,
+        headers: &dyn HeaderSource,
+    ) -> Option<RoutingKey> {
+        let found = |key: &str, source| {
+            Some(RoutingKey {
                 key: key.to_owned(),
-                source: KeySource::Rid,
-            });
+                source,
+            })
+        };
+        fn body_field(v: &Option<String>) -> Option<&str> {
+            v.as_deref().and_then(|v| valid_header_key(v.as_bytes()))
         }
+        for source in &self.sources {
+            let hit = match source {
+                Source::Rid => rid
+                    .filter(|_| self.override_on)
+                    .and_then(key_from_rid)
+                    .and_then(|k| found(k, KeySource::Rid)),
+                Source::RoutingKeyHeaders => self.key_in_routing_key_headers(headers),
+                Source::Header(n) => headers
+                    .first_value(n)
+                    .and_then(valid_header_key)
+                    .and_then(|k| found(k, KeySource::SessionHeader)),
+                Source::NvextSessionId => body
+                    .and_then(|b| body_field(&b.nvext_session_id))
+                    .and_then(|k| found(k, KeySource::NvextSessionId)),
+                Source::PromptCacheKey => body
+                    .and_then(|b| body_field(&b.prompt_cache_key))
+                    .and_then(|k| found(k, KeySource::PromptCacheKey)),
+                Source::Conversation => body
+                    .and_then(|b| body_field(&b.conversation))
+                    .and_then(|k| found(k, KeySource::Conversation)),
+                Source::MetadataUserId => body
+                    .and_then(|b| b.metadata_user_id.as_deref())
+                    .and_then(session_from_user_id)
+                    .and_then(|k| valid_header_key(k.as_bytes()))
+                    .and_then(|k| found(k, KeySource::MetadataUserId)),
+            };
+            if hit.is_some() {
+                return hit;
+            }
+        }
+        None
+    }
+
+    /// SMG's header source: the first valid `--routing-key-headers` value (lineage-stripped
+    /// under the override).
+    fn key_in_routing_key_headers(&self, headers: &dyn HeaderSource) -> Option<RoutingKey> {
         for name in &self.header_names {
             let Some(raw) = headers.first_value(name) else {
                 continue;
@@ -138,6 +251,7 @@ pub fn key_from_rid(rid: &str) -> Option<&str> {
 }
 
 /// A header value usable as a key: non-empty, valid UTF-8, at most [`MAX_KEY_BYTES`] bytes.
+/// Body fields are held to the same rule.
 fn valid_header_key(raw: &[u8]) -> Option<&str> {
     if raw.is_empty() || raw.len() > MAX_KEY_BYTES {
         return None;

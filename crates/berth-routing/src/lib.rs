@@ -45,7 +45,10 @@ pub use breaker::{Breaker, BreakerConfig, BreakerState, Outcome, Transition};
 pub use decision::{BodyPath, Branch, Decision, Lease, Leg, RouteRequest, RouterStats, SweepStep};
 pub use error::Error;
 pub use health::HealthTracker;
-pub use key::{HeaderList, HeaderSource, KeyConfig, KeySource, RoutingKey};
+pub use key::{
+    BodyKeys, DEFAULT_KEY_SOURCES, HeaderList, HeaderSource, KeyConfig, KeySource, MAX_KEY_BYTES,
+    RoutingKey, Source, session_from_user_id,
+};
 pub use options::{DEFAULT_STICKY_INFLIGHT_CAP, RouterOptions};
 pub use pin::EvictionReason;
 pub use policy::{CostModel, PolicyKind, TtftConfig, policy_uses_routing_key};

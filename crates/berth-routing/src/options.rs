@@ -4,7 +4,7 @@
 //! defaults; [`crate::Router::new`] validates it once and refuses, naming the flag, anything
 //! that would make the router misbehave later.
 
-use crate::key::{DEFAULT_ROUTING_KEY_HEADER, KeyConfig};
+use crate::key::{DEFAULT_KEY_SOURCES, DEFAULT_ROUTING_KEY_HEADER, KeyConfig, parse_sources};
 use crate::policy::{CacheAwareConfig, PolicyKind, TtftConfig};
 use crate::{AssignmentMode, Error};
 
@@ -20,6 +20,8 @@ pub struct RouterOptions {
     pub routing_key_override: bool,
     /// `--routing-key-headers`, in precedence order.
     pub routing_key_headers: Vec<String>,
+    /// `--routing-key-sources`: where keys come from, in precedence order.
+    pub routing_key_sources: Vec<String>,
     /// `--assignment-mode`; `None` takes the default (random under manual, delegate under
     /// the override).
     pub assignment_mode: Option<AssignmentMode>,
@@ -54,6 +56,10 @@ impl Default for RouterOptions {
             policy: PolicyKind::CacheAware,
             routing_key_override: false,
             routing_key_headers: vec![DEFAULT_ROUTING_KEY_HEADER.to_owned()],
+            routing_key_sources: DEFAULT_KEY_SOURCES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
             assignment_mode: None,
             max_idle_secs: 14_400,
             eviction_interval_secs: 120,
@@ -109,7 +115,8 @@ pub(crate) struct Validated {
 
 impl RouterOptions {
     pub(crate) fn validate(&self) -> Result<Validated, Error> {
-        let keys = KeyConfig::try_new(self.routing_key_override, &self.routing_key_headers)?;
+        let keys = KeyConfig::try_new(self.routing_key_override, &self.routing_key_headers)?
+            .with_sources(parse_sources(&self.routing_key_sources)?);
         if !(0.0..=1.0).contains(&self.cache_threshold) {
             return Err(Error::config(
                 "--cache-threshold",

@@ -58,6 +58,11 @@ impl Router {
         self.cfg.stickiness != Stickiness::None
     }
 
+    /// Whether a request's key changes its placement (a key policy, or pins kept).
+    pub fn uses_keys(&self) -> bool {
+        policy_uses_routing_key(self.cfg.policy) || self.keeps_pins()
+    }
+
     /// Whether the routing-key override is on (every body must be read for its `rid`).
     pub fn override_on(&self) -> bool {
         self.cfg.keys.override_on()
@@ -113,6 +118,13 @@ impl Router {
         now: Duration,
     ) -> BodyPath {
         let path = self.body_path(tokens_hint_valid, multi_model);
+        // A key only a body source names: read the body (only when keys route the request).
+        if matches!(path, BodyPath::Streamed(_))
+            && self.uses_keys()
+            && self.cfg.keys.needs_body(headers)
+        {
+            return BodyPath::Buffered("routing_key_body");
+        }
         if path == BodyPath::Buffered("ttft_text") && self.ttft_pinned_fine(headers, snap, now) {
             BodyPath::Streamed("ttft_pinned")
         } else {
@@ -153,7 +165,10 @@ impl Router {
         now: Duration,
         rng: &mut Rng,
     ) -> Result<Decision, Error> {
-        let key = self.cfg.keys.derive(req.rid, req.headers);
+        let key = self
+            .cfg
+            .keys
+            .derive_with_body(req.rid, req.body, req.headers);
         if key.is_none() && policy_uses_routing_key(self.cfg.policy) && !self.cfg.allow_keyless {
             return Err(Error::MissingRoutingKey);
         }

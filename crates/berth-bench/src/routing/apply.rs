@@ -59,6 +59,27 @@ impl SessionRouting {
             }
             Self::SmgRoutingKey => header(berth_client::ROUTING_KEY_HEADER, id.session_id),
             Self::SessionIdHeader => header("X-Session-ID", id.session_id),
+            Self::CodexSessionHeader => header("session_id", id.session_id),
+            Self::ClaudeCodeHeader => header("X-Claude-Code-Session-Id", id.session_id),
+            Self::PromptCacheKey => {
+                let v = Value::String(id.session_id.to_owned());
+                req.body.insert("prompt_cache_key".to_owned(), v);
+            }
+            Self::Conversation => {
+                let v = Value::String(id.session_id.to_owned());
+                req.body.insert("conversation".to_owned(), v);
+            }
+            Self::ClaudeCodeMetadata => {
+                // Claude Code's form: `user_<64 hex>_account_<account>_session_<session>`.
+                let user = format!("user_{}_account__session_{}", "0".repeat(64), id.session_id);
+                let meta = req.body.entry("metadata").or_insert_with(|| json!({}));
+                if !meta.is_object() {
+                    *meta = json!({});
+                }
+                if let Value::Object(meta) = meta {
+                    meta.insert("user_id".to_owned(), Value::String(user));
+                }
+            }
             Self::IdentityHeaders {
                 session,
                 parent,

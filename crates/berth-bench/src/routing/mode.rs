@@ -36,6 +36,16 @@ pub enum SessionRouting {
     SmgRoutingKey,
     /// `X-Session-ID`.
     SessionIdHeader,
+    /// Body `prompt_cache_key` (OpenAI Chat Completions and Responses).
+    PromptCacheKey,
+    /// Body `conversation` (OpenAI Responses).
+    Conversation,
+    /// `session_id` header, as Codex CLI sends it.
+    CodexSessionHeader,
+    /// `X-Claude-Code-Session-Id` header, as Claude Code sends it.
+    ClaudeCodeHeader,
+    /// Body `metadata.user_id` in Claude Code's form, with the session id as its session part.
+    ClaudeCodeMetadata,
     /// Exactly the configured headers, per identity tier.
     IdentityHeaders {
         /// Names that carry this session's id.
@@ -48,7 +58,22 @@ pub enum SessionRouting {
 }
 
 const MODES: &str = "dynamo_headers, dynamo_nvext, smg_routing_key, session_id_header, \
-                     identity_headers, rid, none";
+                     identity_headers, prompt_cache_key, conversation, codex_session_header, \
+                     claude_code_header, claude_code_metadata, rid, none";
+
+/// The modes that take no options, with their values.
+const PRESETS: &[(&str, SessionRouting)] = &[
+    ("none", SessionRouting::None),
+    ("rid", SessionRouting::Rid),
+    ("dynamo_headers", SessionRouting::DynamoHeaders),
+    ("smg_routing_key", SessionRouting::SmgRoutingKey),
+    ("session_id_header", SessionRouting::SessionIdHeader),
+    ("prompt_cache_key", SessionRouting::PromptCacheKey),
+    ("conversation", SessionRouting::Conversation),
+    ("codex_session_header", SessionRouting::CodexSessionHeader),
+    ("claude_code_header", SessionRouting::ClaudeCodeHeader),
+    ("claude_code_metadata", SessionRouting::ClaudeCodeMetadata),
+];
 
 impl SessionRouting {
     /// Parses `--session-routing <mode>` with its `--session-routing-opt key=value` list.
@@ -69,8 +94,12 @@ impl SessionRouting {
             }
             pairs.push((k, v.trim()));
         }
+        let preset = PRESETS
+            .iter()
+            .find(|(name, _)| *name == mode)
+            .map(|(_, m)| m);
         let allowed: &[&str] = match mode {
-            "none" | "rid" | "dynamo_headers" | "smg_routing_key" | "session_id_header" => &[],
+            _ if preset.is_some() => &[],
             "dynamo_nvext" => &["timeout_seconds", "scope"],
             "identity_headers" => &["session", "parent", "root"],
             other => {
@@ -92,12 +121,10 @@ impl SessionRouting {
             ));
         }
         let get = |key: &str| pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+        if let Some(preset) = preset {
+            return Ok(preset.clone());
+        }
         Ok(match mode {
-            "none" => Self::None,
-            "rid" => Self::Rid,
-            "dynamo_headers" => Self::DynamoHeaders,
-            "smg_routing_key" => Self::SmgRoutingKey,
-            "session_id_header" => Self::SessionIdHeader,
             "dynamo_nvext" => {
                 let timeout_seconds = match get("timeout_seconds") {
                     None => 300,
@@ -136,6 +163,11 @@ impl SessionRouting {
             Self::DynamoNvext { .. } => "dynamo_nvext",
             Self::SmgRoutingKey => "smg_routing_key",
             Self::SessionIdHeader => "session_id_header",
+            Self::PromptCacheKey => "prompt_cache_key",
+            Self::Conversation => "conversation",
+            Self::CodexSessionHeader => "codex_session_header",
+            Self::ClaudeCodeHeader => "claude_code_header",
+            Self::ClaudeCodeMetadata => "claude_code_metadata",
             Self::IdentityHeaders { .. } => "identity_headers",
         }
     }

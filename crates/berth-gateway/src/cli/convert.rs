@@ -26,6 +26,9 @@ impl GatewayConfig {
         if !args.routing_key_headers.is_empty() {
             r.routing_key_headers = args.routing_key_headers.clone();
         }
+        if !args.routing_key_sources.is_empty() {
+            r.routing_key_sources = args.routing_key_sources.clone();
+        }
         if let Some(m) = &args.assignment_mode {
             r.assignment_mode = Some(
                 m.parse::<AssignmentMode>()

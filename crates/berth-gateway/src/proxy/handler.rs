@@ -14,7 +14,7 @@ use http::{Request, Response};
 
 use super::prepare::prepare;
 use super::respond::Body;
-use super::{Endpoint, dispatch, pd};
+use super::{Endpoint, dispatch, pd, session};
 use crate::error::GatewayError;
 use crate::request_body::ClientBody;
 use crate::state::AppState;
@@ -47,7 +47,19 @@ async fn forward(
     let (parts, body) = req.into_parts();
     let prepared = prepare(state, endpoint, parts, body).await?;
     match &state.pd {
-        None => dispatch::regular(state, pool, endpoint, prepared, start).await,
+        None => {
+            // A session close applies once the request has been answered (or refused), before
+            // its response goes back.
+            let session = prepared.inspected.session.clone().map(|(action, id)| {
+                let model = prepared.model().map(str::to_owned);
+                (action, id, model, Arc::clone(&prepared.view))
+            });
+            let resp = dispatch::regular(state, pool, endpoint, prepared, start).await;
+            if let Some((action, id, model, view)) = session {
+                session::control(state, &view, action, &id, model.as_deref()).await;
+            }
+            resp
+        }
         // boxed: PD's future (two legs at once) would otherwise size every request's future
         Some(legs) => Box::pin(pd::dispatch(state, legs, pool, endpoint, prepared, start)).await,
     }

@@ -1,14 +1,19 @@
 //! What the gateway reads out of a buffered request body.
 //!
-//! Only the fields routing needs are kept (`rid`, `model`, `stream`, and the prompt text when the
-//! policy matches prefixes); everything else is skipped by the parser and forwarded as the
-//! original bytes. A body that is not a JSON object is a `json_parse_error`.
+//! Only the fields routing needs are kept (`rid`, `model`, `stream`, the key fields of
+//! `--routing-key-sources` (`body_keys.rs`), and the prompt text when the policy matches
+//! prefixes); everything else is skipped by the parser and forwarded as the original bytes. A
+//! body that is not a JSON object is a `json_parse_error`; a key field of the wrong JSON type is
+//! only skipped.
 
 use serde::Deserialize;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
+use super::body_keys::KeyFields;
+pub(crate) use super::body_keys::SessionAction;
 use super::prompt::{IsTrue, Leaves, TEXT_FIELDS};
 use crate::error::GatewayError;
+use crate::routing::BodyKeys;
 use crate::routing::policy::{PrefixHasher, PrefixHashes};
 
 /// `rid` as SGLang accepts it: a string, or a list (rerank and batches: the first id counts).
@@ -28,6 +33,10 @@ pub(crate) struct Inspected {
     pub(crate) stream: bool,
     /// The prompt's chunk hashes, when asked for.
     pub(crate) prefix: Option<PrefixHashes>,
+    /// The key fields (`prompt_cache_key`, ...), when the body names any.
+    pub(crate) keys: Option<BodyKeys>,
+    /// `nvext.session_control`'s action and session id.
+    pub(crate) session: Option<(SessionAction, String)>,
 }
 
 fn first_rid(rid: Option<Rid>) -> Option<String> {
@@ -50,6 +59,7 @@ struct Fields {
     model: Option<String>,
     stream: bool,
     prompt: PrefixHasher,
+    keys: KeyFields,
 }
 
 impl<'de> Visitor<'de> for Top {
@@ -62,7 +72,7 @@ impl<'de> Visitor<'de> for Top {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
         let mut out = Fields::default();
         // as a derived struct would: each known member at most once
-        let mut seen = [false; 3 + TEXT_FIELDS.len()];
+        let mut seen = [false; 7 + TEXT_FIELDS.len()];
         let mut once = |i: usize, name: &'static str| {
             if std::mem::replace(&mut seen[i], true) {
                 Err(de::Error::duplicate_field(name))
@@ -84,9 +94,25 @@ impl<'de> Visitor<'de> for Top {
                     once(2, "stream")?;
                     out.stream = map.next_value::<IsTrue>()?.0;
                 }
+                "prompt_cache_key" => {
+                    once(3, "prompt_cache_key")?;
+                    out.keys.prompt_cache_key = map.next_value()?;
+                }
+                "conversation" => {
+                    once(4, "conversation")?;
+                    out.keys.conversation = map.next_value()?;
+                }
+                "metadata" => {
+                    once(5, "metadata")?;
+                    out.keys.metadata = map.next_value()?;
+                }
+                "nvext" => {
+                    once(6, "nvext")?;
+                    out.keys.nvext = map.next_value()?;
+                }
                 k => match TEXT_FIELDS.iter().position(|f| *f == k) {
                     Some(i) if self.want_text => {
-                        once(3 + i, TEXT_FIELDS[i])?;
+                        once(7 + i, TEXT_FIELDS[i])?;
                         map.next_value_seed(&mut Leaves(&mut out.prompt))?;
                     }
                     _ => {
@@ -116,6 +142,8 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
         model: fields.model,
         stream: fields.stream,
         prefix: want_text.then(|| fields.prompt.finish()),
+        session: fields.keys.session_control(),
+        keys: fields.keys.into_keys(),
     })
 }
 
@@ -194,5 +222,49 @@ mod tests {
                 Err(GatewayError::JsonParse(_))
             ));
         }
+    }
+
+    #[test]
+    fn key_fields_and_wrong_types() {
+        let i = inspect(
+            br#"{"prompt_cache_key":"p","conversation":{"id":"c"},"metadata":{"user_id":"u"},
+                "nvext":{"session_control":{"session_id":"s","action":"bind","timeout":60}}}"#,
+            false,
+        )
+        .unwrap();
+        let k = i.keys.unwrap();
+        assert_eq!(k.prompt_cache_key.as_deref(), Some("p"));
+        assert_eq!(k.conversation.as_deref(), Some("c"));
+        assert_eq!(k.metadata_user_id.as_deref(), Some("u"));
+        assert_eq!(k.nvext_session_id.as_deref(), Some("s"));
+        assert_eq!(i.session, Some((SessionAction::Bind, "s".to_owned())));
+        for (nvext, want) in [
+            (
+                r#"{"session_id":"s","action":"close"}"#,
+                Some(SessionAction::Close),
+            ),
+            (r#"{"session_id":"s","action":"open"}"#, None),
+            (r#"{"session_id":"s","action":1}"#, None),
+            (r#"{"action":"close"}"#, None),
+        ] {
+            let body = format!(r#"{{"nvext":{{"session_control":{nvext}}}}}"#);
+            let i = inspect(body.as_bytes(), false).unwrap();
+            assert_eq!(i.session.map(|s| s.0), want, "{nvext}");
+        }
+        let i = inspect(
+            br#"{"conversation":"c2","messages":[{"content":"x"}]}"#,
+            true,
+        )
+        .unwrap();
+        assert_eq!(i.keys.unwrap().conversation.as_deref(), Some("c2"));
+        // Wrong JSON types are skipped, never a parse error.
+        let i = inspect(
+            br#"{"prompt_cache_key":7,"conversation":[1],"metadata":"m",
+                "nvext":{"session_control":{"session_id":{"a":1}}}}"#,
+            false,
+        )
+        .unwrap();
+        assert_eq!(i.keys, None);
+        assert_eq!(inspect(br#"{"model":"m"}"#, true).unwrap().keys, None);
     }
 }

@@ -6,10 +6,12 @@
 //! - `held.rs`: the body as held (buffered or streamed) and each attempt's request.
 //! - `headers.rs`: what is forwarded (end-to-end headers) and what is not (hop-by-hop, hints).
 //! - `rank.rs`: writing `data_parallel_rank` into bodies sent to `<url>@<rank>` workers.
+//! - `session.rs`: `nvext.session_control` (`bind` counted, `close` drops the session's pin).
 //! - `handler.rs`: one request as named stages: inspect (`prepare.rs`), route (`route.rs`),
 //!   dispatch (`dispatch.rs` for the regular request, `pd/` for a prefill/decode pair), respond
 //!   (`respond.rs`).
 
+mod body_keys;
 mod dispatch;
 mod endpoint;
 mod handler;
@@ -23,6 +25,7 @@ mod rank;
 mod respond;
 mod rewrite;
 mod route;
+mod session;
 
 pub(crate) use endpoint::Endpoint;
 pub(crate) use handler::proxy;

@@ -11,13 +11,16 @@ use crate::error::GatewayError;
 use crate::metrics::{BranchLabels, LegBranchLabels, SourceLabels};
 use crate::registry::{View, Worker};
 use crate::rng::with_rng;
-use crate::routing::{Branch, Decision, Error as RouteError, Leg, RouteRequest, Router, WorkerId};
+use crate::routing::{
+    BodyKeys, Branch, Decision, Error as RouteError, Leg, RouteRequest, Router, WorkerId,
+};
 use crate::state::AppState;
 
 /// The facts of one request that routing may use.
 pub(crate) struct RouteFacts<'a> {
     headers: HeaderMapSource<'a>,
     rid: Option<&'a str>,
+    body: Option<&'a BodyKeys>,
     /// The model the request names, or the fleet's only model.
     pub(crate) model: Option<&'a str>,
     prefix: Option<&'a crate::routing::policy::PrefixHashes>,
@@ -37,6 +40,7 @@ impl<'a> RouteFacts<'a> {
         Self {
             headers: HeaderMapSource(&parts.headers),
             rid: inspected.rid.as_deref().filter(|_| endpoint.reads_rid()),
+            body: inspected.keys.as_ref(),
             model: inspected
                 .model
                 .as_deref()
@@ -59,6 +63,7 @@ impl<'a> RouteFacts<'a> {
         let req = RouteRequest {
             rid: self.rid,
             headers: &self.headers,
+            body: self.body,
             model: self.model,
             leg,
             text: None,

@@ -115,6 +115,7 @@ impl Index for New {
             text: Some(text),
             tokens: None,
             prefix: None,
+            body: None,
             exclude: &[],
             stream: Some(true),
         };

@@ -1,6 +1,6 @@
 //! Wire output of each mode on single requests, and option validation.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 
@@ -44,6 +44,12 @@ fn header_presets() {
         ("dynamo_headers", &root, vec![("X-Dynamo-Session-ID", "r")]),
         ("smg_routing_key", &child, vec![("X-SMG-Routing-Key", "s")]),
         ("session_id_header", &child, vec![("X-Session-ID", "s")]),
+        ("codex_session_header", &child, vec![("session_id", "s")]),
+        (
+            "claude_code_header",
+            &child,
+            vec![("X-Claude-Code-Session-Id", "s")],
+        ),
         ("none", &child, vec![]),
     ];
     for (mode, id, expected) in cases {
@@ -155,6 +161,11 @@ fn modes_and_options_are_validated() {
         "dynamo_headers",
         "smg_routing_key",
         "session_id_header",
+        "prompt_cache_key",
+        "conversation",
+        "codex_session_header",
+        "claude_code_header",
+        "claude_code_metadata",
     ] {
         let err = parse(preset, &["timeout_seconds=3"])
             .unwrap_err()
@@ -237,4 +248,39 @@ fn nvext_lineage_binds_root_and_closes_only_on_tree_final() {
         req.body["nvext"]["session_control"],
         json!({"session_id": "r", "action": "close"})
     );
+}
+
+#[test]
+fn body_field_presets() {
+    let child = ident("s", Some("p"), "r");
+    let zeros = "0".repeat(64);
+    let cases = [
+        (
+            "prompt_cache_key",
+            json!({"model": "m", "prompt_cache_key": "s"}),
+        ),
+        ("conversation", json!({"model": "m", "conversation": "s"})),
+        (
+            "claude_code_metadata",
+            json!({"model": "m", "metadata": {"user_id": format!("user_{zeros}_account__session_s")}}),
+        ),
+    ];
+    for (mode, expected) in cases {
+        let m = parse(mode, &[]).unwrap();
+        assert_eq!(m.name(), mode);
+        let req = wire(&m, &child);
+        assert!(req.headers.is_empty(), "{mode} adds no header");
+        assert_eq!(Value::Object(req.body), expected, "{mode}");
+    }
+    // Other metadata members a workload shipped are kept.
+    let mut req = WireRequest::default();
+    req.body.insert("metadata".into(), json!({"trace": "t"}));
+    parse("claude_code_metadata", &[])
+        .unwrap()
+        .apply(&child, &mut req);
+    assert_eq!(req.body["metadata"]["trace"], "t");
+    // The gateway's key is the part after the last `_session_` (berth-routing's
+    // `session_from_user_id`; tests/session_keys.rs sends this form through a gateway).
+    let user = req.body["metadata"]["user_id"].as_str().unwrap();
+    assert_eq!(user.rsplit_once("_session_").map(|(_, s)| s), Some("s"));
 }

@@ -88,6 +88,7 @@ pub(crate) fn keyed<'a>(headers: &'a HeaderList<'a>) -> RouteRequest<'a> {
     RouteRequest {
         rid: None,
         headers,
+        body: None,
         model: Some("m"),
         leg: Leg::Regular,
         text: None,

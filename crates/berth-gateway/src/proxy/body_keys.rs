@@ -1,0 +1,146 @@
+//! The session-key fields of a request body (`--routing-key-sources`): `prompt_cache_key`,
+//! `conversation`, `metadata.user_id` and `nvext.session_control`, as `inspect.rs`'s parser
+//! reads them. Each is typed loosely: a member of the wrong JSON type is skipped (like an
+//! invalid header value), never a parse error.
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+use crate::routing::BodyKeys;
+
+/// A string field that may hold anything else (then skipped, never a parse error).
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum Str {
+    One(String),
+    Other(IgnoredAny),
+}
+
+impl Str {
+    fn get(v: Option<Self>) -> Option<String> {
+        match v? {
+            Self::One(s) => Some(s),
+            Self::Other(_) => None,
+        }
+    }
+}
+
+/// `conversation`: a string id, or an object with a string `id` (Responses API).
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum Conversation {
+    Id(String),
+    Obj {
+        #[serde(default)]
+        id: Option<Str>,
+    },
+    Other(IgnoredAny),
+}
+
+/// `metadata`: only `user_id` is read.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum Metadata {
+    Obj {
+        #[serde(default)]
+        user_id: Option<Str>,
+    },
+    Other(IgnoredAny),
+}
+
+/// `nvext`: only `session_control.session_id` is read.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum Nvext {
+    Obj {
+        #[serde(default)]
+        session_control: Option<SessionControl>,
+    },
+    Other(IgnoredAny),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum SessionControl {
+    Obj {
+        #[serde(default)]
+        session_id: Option<Str>,
+        #[serde(default)]
+        action: Option<Str>,
+    },
+    Other(IgnoredAny),
+}
+
+/// The key fields of a body, as read.
+#[derive(Default)]
+pub(super) struct KeyFields {
+    pub(super) prompt_cache_key: Option<Str>,
+    pub(super) conversation: Option<Conversation>,
+    pub(super) metadata: Option<Metadata>,
+    pub(super) nvext: Option<Nvext>,
+}
+
+/// What `nvext.session_control.action` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SessionAction {
+    /// `bind`: the session starts (counted; its key pins as any key does).
+    Bind,
+    /// `close`: the session ends; its pin is dropped here and in the store.
+    Close,
+}
+
+impl SessionAction {
+    /// The metric label.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Bind => "bind",
+            Self::Close => "close",
+        }
+    }
+}
+
+impl KeyFields {
+    /// The session control's action and its (raw) `session_id`, when both are strings and the
+    /// action is `bind` or `close`.
+    pub(super) fn session_control(&self) -> Option<(SessionAction, String)> {
+        let Some(Nvext::Obj {
+            session_control:
+                Some(SessionControl::Obj {
+                    session_id: Some(Str::One(id)),
+                    action: Some(Str::One(action)),
+                }),
+        }) = &self.nvext
+        else {
+            return None;
+        };
+        let action = match action.as_str() {
+            "bind" => SessionAction::Bind,
+            "close" => SessionAction::Close,
+            _ => return None,
+        };
+        Some((action, id.clone()))
+    }
+
+    /// `None` when the body names no key field (the common case: no allocation).
+    pub(super) fn into_keys(self) -> Option<BodyKeys> {
+        let keys = BodyKeys {
+            prompt_cache_key: Str::get(self.prompt_cache_key),
+            conversation: match self.conversation {
+                Some(Conversation::Id(s)) => Some(s),
+                Some(Conversation::Obj { id }) => Str::get(id),
+                _ => None,
+            },
+            metadata_user_id: match self.metadata {
+                Some(Metadata::Obj { user_id }) => Str::get(user_id),
+                _ => None,
+            },
+            nvext_session_id: match self.nvext {
+                Some(Nvext::Obj {
+                    session_control: Some(SessionControl::Obj { session_id, .. }),
+                }) => Str::get(session_id),
+                _ => None,
+            },
+        };
+        (keys != BodyKeys::default()).then_some(keys)
+    }
+}

@@ -120,7 +120,11 @@ else
     echo "(smg not found: SMG row skipped)"
 fi
 
-# Concurrent large uploads under cache_aware with default flags.
+# Concurrent large uploads under cache_aware with default flags (UPLOADS=0 skips them).
+if [ "$UPLOADS" -eq 0 ]; then
+    exit 0
+fi
+rm -f "$OUT"/upload-*.txt
 BODY=$OUT/upload.json
 python3 - "$BODY" "$UPLOAD_MB" <<'PY'
 import sys

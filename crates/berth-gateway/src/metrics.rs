@@ -119,6 +119,8 @@ pub struct Metrics {
     pub(crate) body_budget: Arc<crate::request_body::BodyBudgetMetrics>,
     /// `berth_prefix_index_*`.
     index: index::IndexMetrics,
+    /// `berth_response_chain_*`.
+    pub(crate) chains: Arc<crate::chains::ChainMetrics>,
 }
 
 impl Metrics {
@@ -132,6 +134,7 @@ impl Metrics {
             &mut registry,
         ));
         let index = index::IndexMetrics::register(&mut registry);
+        let chains = Arc::new(crate::chains::ChainMetrics::register(&mut registry));
         let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
         let m = Self {
             branch: Family::default(),
@@ -162,6 +165,7 @@ impl Metrics {
             discovery,
             body_budget,
             index,
+            chains,
             registry: Registry::default(),
         };
         // The `_total` suffix of counters is added by the encoder.

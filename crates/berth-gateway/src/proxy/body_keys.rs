@@ -78,6 +78,8 @@ pub(super) struct KeyFields {
     pub(super) conversation: Option<Conversation>,
     pub(super) metadata: Option<Metadata>,
     pub(super) nvext: Option<Nvext>,
+    /// `previous_response_id` (Responses API): resolved to a key through the chain map.
+    pub(super) previous_response_id: Option<Str>,
 }
 
 /// What `nvext.session_control.action` asks for.
@@ -121,6 +123,11 @@ impl KeyFields {
         Some((action, id.clone()))
     }
 
+    /// The raw `previous_response_id`, when it is a string.
+    pub(super) fn take_previous_response_id(&mut self) -> Option<String> {
+        Str::get(self.previous_response_id.take())
+    }
+
     /// `None` when the body names no key field (the common case: no allocation).
     pub(super) fn into_keys(self) -> Option<BodyKeys> {
         let keys = BodyKeys {
@@ -140,6 +147,7 @@ impl KeyFields {
                 }) => Str::get(session_id),
                 _ => None,
             },
+            previous_response_key: None,
         };
         (keys != BodyKeys::default()).then_some(keys)
     }

@@ -313,7 +313,7 @@ async fn nvext_close_drops_the_pin_before_the_response_and_the_session_is_placed
     assert_eq!(
         sample(
             &m,
-            r#"berth_session_control_total{action="bind",outcome="seen"}"#
+            r#"berth_session_control_total{action="bind",outcome="timeout_set"}"#
         ),
         Some(1.0)
     );

@@ -295,6 +295,7 @@ impl Router {
     pub fn stats(&self) -> RouterStats {
         RouterStats {
             pins: self.pins.len(),
+            idle_timeouts: self.pins.timeouts.len(),
             evicted_idle: self.pins.evictions(EvictionReason::Idle),
             evicted_capacity: self.pins.evictions(EvictionReason::Capacity),
             evicted_worker_removed: self.pins.evictions(EvictionReason::WorkerRemoved),

@@ -25,6 +25,14 @@ impl Str {
     }
 }
 
+/// A whole number of seconds that may be anything else (then no timeout, never an error).
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum Secs {
+    Whole(u64),
+    Other(IgnoredAny),
+}
+
 /// `conversation`: a string id, or an object with a string `id` (Responses API).
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -67,6 +75,8 @@ pub(super) enum SessionControl {
         session_id: Option<Str>,
         #[serde(default)]
         action: Option<Str>,
+        #[serde(default)]
+        timeout: Option<Secs>,
     },
     Other(IgnoredAny),
 }
@@ -85,8 +95,9 @@ pub(super) struct KeyFields {
 /// What `nvext.session_control.action` asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SessionAction {
-    /// `bind`: the session starts (counted; its key pins as any key does).
-    Bind,
+    /// `bind`: the session starts (its key pins as any key does); with a `timeout` (whole
+    /// seconds > 0), that is the pin's idle period.
+    Bind(Option<u64>),
     /// `close`: the session ends; its pin is dropped here and in the store.
     Close,
 }
@@ -95,7 +106,7 @@ impl SessionAction {
     /// The metric label.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Self::Bind => "bind",
+            Self::Bind(_) => "bind",
             Self::Close => "close",
         }
     }
@@ -110,13 +121,17 @@ impl KeyFields {
                 Some(SessionControl::Obj {
                     session_id: Some(Str::One(id)),
                     action: Some(Str::One(action)),
+                    timeout,
                 }),
         }) = &self.nvext
         else {
             return None;
         };
         let action = match action.as_str() {
-            "bind" => SessionAction::Bind,
+            "bind" => SessionAction::Bind(match timeout {
+                Some(Secs::Whole(s)) if *s > 0 => Some(*s),
+                _ => None,
+            }),
             "close" => SessionAction::Close,
             _ => return None,
         };

@@ -244,7 +244,27 @@ mod tests {
         assert_eq!(k.conversation.as_deref(), Some("c"));
         assert_eq!(k.metadata_user_id.as_deref(), Some("u"));
         assert_eq!(k.nvext_session_id.as_deref(), Some("s"));
-        assert_eq!(i.session, Some((SessionAction::Bind, "s".to_owned())));
+        assert_eq!(
+            i.session,
+            Some((SessionAction::Bind(Some(60)), "s".to_owned()))
+        );
+        for (timeout, want) in [
+            ("0", None),
+            ("-5", None),
+            ("1.5", None),
+            ("\"60\"", None),
+            ("7", Some(7)),
+        ] {
+            let body = format!(
+                r#"{{"nvext":{{"session_control":{{"session_id":"s","action":"bind","timeout":{timeout}}}}}}}"#
+            );
+            let i = inspect(body.as_bytes(), false).unwrap();
+            assert_eq!(
+                i.session.map(|s| s.0),
+                Some(SessionAction::Bind(want)),
+                "{timeout}"
+            );
+        }
         for (nvext, want) in [
             (
                 r#"{"session_id":"s","action":"close"}"#,

@@ -7,6 +7,8 @@ ports), then drives it with the official `openai` package, as an application wou
 - chat.completions.create(prompt_cache_key=...): every turn of a conversation reaches one worker;
 - responses.create(prompt_cache_key=..., previous_response_id=...): a Responses chain stays on
   the worker that produced the previous response;
+- responses.create(previous_response_id=...) alone after a first turn keyed by prompt_cache_key:
+  the gateway remembers each response id's key, so the chain stays on its worker;
 - a request naming no session is refused 400 missing_routing_key (so the keys above are real).
 
 Requires the `openai` package (`python3 -m venv V && V/bin/pip install openai`) and a built
@@ -118,6 +120,23 @@ def main():
                 prev = raw.parse().id
             check(same and bool(prev), f"responses chain {key}: every turn on {first}")
 
+        # Responses chains naming only the previous response after the first turn.
+        for s in range(args.sessions):
+            key = f"sdk-chain-{s}"
+            raw = client.responses.with_raw_response.create(
+                model="sim-model", input=f"start {s}", max_output_tokens=2, prompt_cache_key=key)
+            first = raw.headers["x-smg-routed-worker-id"]
+            prev = raw.parse().id
+            same = True
+            for t in range(args.turns - 1):
+                raw = client.responses.with_raw_response.create(
+                    model="sim-model", input=f"turn {t}", max_output_tokens=2,
+                    previous_response_id=prev)
+                same &= raw.headers["x-smg-routed-worker-id"] == first
+                prev = raw.parse().id
+            check(same and bool(prev),
+                  f"previous_response_id-only chain {key}: every turn on {first}")
+
         # No session name at all: refused, naming the code.
         try:
             client.chat.completions.create(
@@ -129,10 +148,17 @@ def main():
 
         with urllib.request.urlopen(f"http://127.0.0.1:{prom}/metrics") as r:
             metrics = r.read().decode()
-        line = next((l for l in metrics.splitlines()
-                     if l.startswith('smg_routing_key_source_total{source="prompt_cache_key"}')), "")
-        want = 2 * args.sessions * args.turns
+        def source(name):
+            return next((l for l in metrics.splitlines()
+                         if l.startswith(f'smg_routing_key_source_total{{source="{name}"}}')), "")
+        # chat turns, and the first turn of each Responses chain (later turns name the previous
+        # response, which comes before prompt_cache_key in the default source list)
+        want = args.sessions * args.turns + 2 * args.sessions
+        line = source("prompt_cache_key")
         check(line.endswith(f" {want}"), f"{want} requests keyed by prompt_cache_key: {line!r}")
+        want = 2 * args.sessions * (args.turns - 1)
+        line = source("previous_response_id")
+        check(line.endswith(f" {want}"), f"{want} requests keyed by previous_response_id: {line!r}")
     finally:
         for p in procs:
             p.terminate()

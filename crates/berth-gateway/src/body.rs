@@ -25,6 +25,12 @@ pub trait Completion: Send + 'static {
     /// The worker's body broke off with `error`. `Some(frame)`: send it and end the body
     /// cleanly; `None`: pass the error on (the client sees a broken transfer).
     fn broken(self, error: &hyper::Error) -> Option<Bytes>;
+    /// Whether the frame just given to [`Completion::on_data`] may go out now; `Pending`
+    /// holds it (and everything after it) until the guard is ready (the proxy's guard waits
+    /// for a store write this way). Ready by default.
+    fn poll_release(&mut self, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
 }
 
 /// The body of every response the gateway sends; `G` is the proxy's completion guard.
@@ -53,6 +59,7 @@ impl<G: Completion> ResBody<G> {
             inner,
             guard: Some(guard),
             ended: false,
+            held: None,
         }))
     }
 
@@ -77,6 +84,8 @@ pub struct ProxiedBody<G: Completion> {
     guard: Option<G>,
     /// A last frame replaced a break: the body is over.
     ended: bool,
+    /// A frame the guard is not ready to release yet ([`Completion::poll_release`]).
+    held: Option<Frame<Bytes>>,
 }
 
 impl<G: Completion> Drop for ProxiedBody<G> {
@@ -99,31 +108,36 @@ impl<G: Completion> Body for ResBody<G> {
         match self.get_mut() {
             Self::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
             Self::Proxied(p) => {
+                if let Some(frame) = p.held.take() {
+                    return release(p, frame, cx);
+                }
                 if p.ended {
                     return Poll::Ready(None);
                 }
                 let polled = Pin::new(&mut p.inner).poll_frame(cx);
-                match &polled {
+                match polled {
                     Poll::Ready(Some(Ok(frame))) => {
                         if let (Some(data), Some(g)) = (frame.data_ref(), p.guard.as_mut()) {
                             g.on_data(data);
                         }
+                        release(p, frame, cx)
                     }
                     // End of stream: release now, not when hyper drops us.
                     Poll::Ready(None) => {
                         if let Some(g) = p.guard.take() {
                             g.finish();
                         }
+                        Poll::Ready(None)
                     }
                     Poll::Ready(Some(Err(e))) => {
-                        if let Some(last) = p.guard.take().and_then(|g| g.broken(e)) {
+                        if let Some(last) = p.guard.take().and_then(|g| g.broken(&e)) {
                             p.ended = true;
                             return Poll::Ready(Some(Ok(Frame::data(last))));
                         }
+                        Poll::Ready(Some(Err(e)))
                     }
-                    Poll::Pending => {}
+                    Poll::Pending => Poll::Pending,
                 }
-                polled
             }
         }
     }
@@ -131,7 +145,7 @@ impl<G: Completion> Body for ResBody<G> {
     fn is_end_stream(&self) -> bool {
         match self {
             Self::Full(b) => b.is_none(),
-            Self::Proxied(p) => p.ended || p.inner.is_end_stream(),
+            Self::Proxied(p) => p.held.is_none() && (p.ended || p.inner.is_end_stream()),
         }
     }
 
@@ -142,4 +156,19 @@ impl<G: Completion> Body for ResBody<G> {
             Self::Proxied(p) => p.inner.size_hint(),
         }
     }
+}
+
+/// Sends `frame` once the guard releases it, holding it meanwhile.
+fn release<G: Completion>(
+    p: &mut ProxiedBody<G>,
+    frame: Frame<Bytes>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    if let Some(g) = p.guard.as_mut()
+        && g.poll_release(cx).is_pending()
+    {
+        p.held = Some(frame);
+        return Poll::Pending;
+    }
+    Poll::Ready(Some(Ok(frame)))
 }

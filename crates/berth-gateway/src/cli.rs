@@ -40,10 +40,10 @@ pub struct Args {
     #[arg(long, num_args = 1..)]
     pub routing_key_headers: Vec<String>,
     /// Ordered places a routing key comes from: rid, routing_key_headers, header:<name>,
-    /// nvext_session_id, prompt_cache_key, conversation, metadata_user_id [default: rid
-    /// routing_key_headers header:session_id header:conversation_id
-    /// header:x-claude-code-session-id nvext_session_id prompt_cache_key conversation
-    /// metadata_user_id].
+    /// nvext_session_id, previous_response_id, prompt_cache_key, conversation,
+    /// metadata_user_id [default: rid routing_key_headers header:session_id
+    /// header:conversation_id header:x-claude-code-session-id nvext_session_id
+    /// previous_response_id prompt_cache_key conversation metadata_user_id].
     #[arg(long, num_args = 1.., value_delimiter = ',')]
     pub routing_key_sources: Vec<String>,
     /// Where new keys go: random, min_load, min_group, delegate [default: random under manual,

@@ -41,6 +41,7 @@ pub mod pd;
 pub mod server;
 
 mod admin;
+mod chains;
 mod discovery;
 mod eviction;
 mod proxy;

@@ -82,6 +82,7 @@ pub struct Metrics {
     registry: Registry,
     pub(crate) branch: Family<BranchLabels, Counter>,
     cache_entries: Gauge,
+    idle_timeouts: Gauge,
     evictions: Family<ReasonLabels, Counter>,
     evictions_seen: Mutex<[u64; 3]>,
     pub(crate) key_source: Family<SourceLabels, Counter>,
@@ -119,6 +120,8 @@ pub struct Metrics {
     pub(crate) body_budget: Arc<crate::request_body::BodyBudgetMetrics>,
     /// `berth_prefix_index_*`.
     index: index::IndexMetrics,
+    /// `berth_response_chain_*`.
+    pub(crate) chains: Arc<crate::chains::ChainMetrics>,
 }
 
 impl Metrics {
@@ -132,10 +135,12 @@ impl Metrics {
             &mut registry,
         ));
         let index = index::IndexMetrics::register(&mut registry);
+        let chains = Arc::new(crate::chains::ChainMetrics::register(&mut registry));
         let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
         let m = Self {
             branch: Family::default(),
             cache_entries: Gauge::default(),
+            idle_timeouts: Gauge::default(),
             evictions: Family::default(),
             evictions_seen: Mutex::new([0; 3]),
             key_source: Family::default(),
@@ -162,6 +167,7 @@ impl Metrics {
             discovery,
             body_budget,
             index,
+            chains,
             registry: Registry::default(),
         };
         // The `_total` suffix of counters is added by the encoder.
@@ -184,6 +190,11 @@ impl Metrics {
             "smg_manual_policy_cache_entries",
             "Sticky pins held",
             m.cache_entries.clone(),
+        );
+        registry.register(
+            "berth_session_idle_timeouts",
+            "Pins with their own idle period (nvext.session_control bind with a timeout)",
+            m.idle_timeouts.clone(),
         );
         registry.register(
             "smg_manual_policy_evictions",
@@ -343,6 +354,7 @@ impl Metrics {
             .update(pools.iter().filter_map(|(_, r)| r.prefix_index.as_ref()));
         let router = &RouterStats {
             pins: pools.iter().map(|(_, r)| r.pins).sum(),
+            idle_timeouts: pools.iter().map(|(_, r)| r.idle_timeouts).sum(),
             evicted_idle: sum(|r| r.evicted_idle),
             evicted_capacity: sum(|r| r.evicted_capacity),
             evicted_worker_removed: sum(|r| r.evicted_worker_removed),
@@ -352,6 +364,8 @@ impl Metrics {
         };
         self.cache_entries
             .set(i64::try_from(router.pins).unwrap_or(i64::MAX));
+        self.idle_timeouts
+            .set(i64::try_from(router.idle_timeouts).unwrap_or(i64::MAX));
         {
             let mut seen = self
                 .evictions_seen

@@ -125,7 +125,13 @@ impl GatewayBuilder {
             config.buffered_body_budget_mb << 20,
             metrics.body_budget.clone(),
         );
+        let chains = crate::chains::Chains::new(
+            config.router.max_sticky_keys,
+            config.router.max_idle_secs,
+            metrics.chains.clone(),
+        );
         let state = Arc::new(AppState {
+            chains,
             body_budget,
             tls,
             store,

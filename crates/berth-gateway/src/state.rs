@@ -30,6 +30,8 @@ pub(crate) struct AppState {
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
     /// Bytes buffered request bodies may hold together (`--buffered-body-budget-mb`).
     pub(crate) body_budget: Arc<crate::request_body::BodyBudget>,
+    /// Responses chains: which key each response id belongs to.
+    pub(crate) chains: crate::chains::Chains,
 }
 
 /// What one IO thread's connections share: the state and that thread's worker connections (so

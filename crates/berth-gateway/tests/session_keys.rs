@@ -257,7 +257,7 @@ async fn the_flag_sets_the_list_and_smg_only_reads_no_body() {
 
 #[test]
 fn unknown_sources_refuse_start_up_naming_the_flag() {
-    for bad in ["cookie", "header:bad name", "previous_response_id"] {
+    for bad in ["cookie", "header:bad name", "previous_response"] {
         let args = berth_gateway::cli::Args {
             worker_urls: vec!["http://127.0.0.1:1".into()],
             routing_key_sources: vec![bad.into()],
@@ -313,7 +313,7 @@ async fn nvext_close_drops_the_pin_before_the_response_and_the_session_is_placed
     assert_eq!(
         sample(
             &m,
-            r#"berth_session_control_total{action="bind",outcome="seen"}"#
+            r#"berth_session_control_total{action="bind",outcome="timeout_set"}"#
         ),
         Some(1.0)
     );

@@ -232,6 +232,8 @@ pub struct SweepStep {
 pub struct RouterStats {
     /// Pins in the table (`smg_manual_policy_cache_entries`).
     pub pins: usize,
+    /// Pins with their own idle period (`bind` with a timeout; `berth_session_idle_timeouts`).
+    pub idle_timeouts: usize,
     /// Pins removed as idle.
     pub evicted_idle: u64,
     /// Pins removed at the `--max-sticky-keys` bound.

@@ -30,6 +30,8 @@ pub enum KeySource {
     SessionHeader,
     /// The body's `nvext.session_control.session_id`.
     NvextSessionId,
+    /// The key remembered for the body's `previous_response_id` (a Responses chain).
+    PreviousResponseId,
     /// The body's `prompt_cache_key`.
     PromptCacheKey,
     /// The body's `conversation`.
@@ -46,6 +48,7 @@ impl KeySource {
             Self::Header => "header",
             Self::SessionHeader => "session_header",
             Self::NvextSessionId => "nvext_session_id",
+            Self::PreviousResponseId => "previous_response_id",
             Self::PromptCacheKey => "prompt_cache_key",
             Self::Conversation => "conversation",
             Self::MetadataUserId => "metadata_user_id",
@@ -200,6 +203,9 @@ impl KeyConfig {
                 Source::NvextSessionId => body
                     .and_then(|b| body_field(&b.nvext_session_id))
                     .and_then(|k| found(k, KeySource::NvextSessionId)),
+                Source::PreviousResponseId => body
+                    .and_then(|b| body_field(&b.previous_response_key))
+                    .and_then(|k| found(k, KeySource::PreviousResponseId)),
                 Source::PromptCacheKey => body
                     .and_then(|b| body_field(&b.prompt_cache_key))
                     .and_then(|k| found(k, KeySource::PromptCacheKey)),

@@ -36,6 +36,7 @@ mod retry;
 mod rng;
 mod router;
 mod shared;
+pub use shared::IdleTimeoutOutcome;
 mod sticky;
 mod tokens;
 mod worker;

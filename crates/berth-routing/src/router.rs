@@ -63,6 +63,17 @@ impl Router {
         policy_uses_routing_key(self.cfg.policy) || self.keeps_pins()
     }
 
+    /// Whether Responses chains key requests: keys route them and `previous_response_id` is in
+    /// `--routing-key-sources` (the gateway then remembers each response id's key).
+    pub fn follows_chains(&self) -> bool {
+        self.uses_keys()
+            && self
+                .cfg
+                .keys
+                .sources()
+                .contains(&crate::key::Source::PreviousResponseId)
+    }
+
     /// Whether the routing-key override is on (every body must be read for its `rid`).
     pub fn override_on(&self) -> bool {
         self.cfg.keys.override_on()
@@ -284,6 +295,7 @@ impl Router {
     pub fn stats(&self) -> RouterStats {
         RouterStats {
             pins: self.pins.len(),
+            idle_timeouts: self.pins.timeouts.len(),
             evicted_idle: self.pins.evictions(EvictionReason::Idle),
             evicted_capacity: self.pins.evictions(EvictionReason::Capacity),
             evicted_worker_removed: self.pins.evictions(EvictionReason::WorkerRemoved),

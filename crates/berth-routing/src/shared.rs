@@ -109,12 +109,53 @@ impl Router {
                 .stash(hash, gone.workers[j], gone.in_flight[j]);
         }
         drop(shard);
+        self.pins.timeouts.remove(hash);
         if let Some(s) = gone.primary().and_then(|p| snap.stats(WorkerId(p))) {
             s.pin_removed();
         }
         self.pins.removed(1);
         true
     }
+
+    /// Gives the local pin `hash` its own idle period (a session bound with a `timeout`), used
+    /// by the idle sweep in place of `--max-idle-secs` until the pin goes. The side map is
+    /// bounded (the pin table's `--max-sticky-keys`, 262144 when unbounded); when it is full,
+    /// entries whose pin is gone are cleared first.
+    pub fn set_idle_timeout(&self, hash: u128, secs: u32) -> IdleTimeoutOutcome {
+        if self.pinned(hash).is_none() {
+            return IdleTimeoutOutcome::NotPinned;
+        }
+        if self.pins.timeouts.set(hash, secs) {
+            return IdleTimeoutOutcome::Set;
+        }
+        {
+            // Full: drop entries of pins that are gone (evicted at the table's bound).
+            let mut m = self.pins.timeouts.lock();
+            m.retain(|h, _| self.pins.lock(*h).get_mut(*h).is_some());
+            self.pins.timeouts.recount(&m);
+        }
+        if self.pins.timeouts.set(hash, secs) {
+            IdleTimeoutOutcome::Set
+        } else {
+            IdleTimeoutOutcome::Full
+        }
+    }
+
+    /// Pins with their own idle period.
+    pub fn idle_timeouts(&self) -> usize {
+        self.pins.timeouts.len()
+    }
+}
+
+/// What [`Router::set_idle_timeout`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleTimeoutOutcome {
+    /// The pin has its own idle period now.
+    Set,
+    /// No local pin under that hash: nothing set.
+    NotPinned,
+    /// The side map is at its bound: the pin keeps `--max-idle-secs`.
+    Full,
 }
 
 #[cfg(test)]

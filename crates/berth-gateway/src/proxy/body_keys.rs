@@ -25,6 +25,14 @@ impl Str {
     }
 }
 
+/// A whole number of seconds that may be anything else (then no timeout, never an error).
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum Secs {
+    Whole(u64),
+    Other(IgnoredAny),
+}
+
 /// `conversation`: a string id, or an object with a string `id` (Responses API).
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -67,6 +75,8 @@ pub(super) enum SessionControl {
         session_id: Option<Str>,
         #[serde(default)]
         action: Option<Str>,
+        #[serde(default)]
+        timeout: Option<Secs>,
     },
     Other(IgnoredAny),
 }
@@ -78,13 +88,16 @@ pub(super) struct KeyFields {
     pub(super) conversation: Option<Conversation>,
     pub(super) metadata: Option<Metadata>,
     pub(super) nvext: Option<Nvext>,
+    /// `previous_response_id` (Responses API): resolved to a key through the chain map.
+    pub(super) previous_response_id: Option<Str>,
 }
 
 /// What `nvext.session_control.action` asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SessionAction {
-    /// `bind`: the session starts (counted; its key pins as any key does).
-    Bind,
+    /// `bind`: the session starts (its key pins as any key does); with a `timeout` (whole
+    /// seconds > 0), that is the pin's idle period.
+    Bind(Option<u64>),
     /// `close`: the session ends; its pin is dropped here and in the store.
     Close,
 }
@@ -93,7 +106,7 @@ impl SessionAction {
     /// The metric label.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Self::Bind => "bind",
+            Self::Bind(_) => "bind",
             Self::Close => "close",
         }
     }
@@ -108,17 +121,26 @@ impl KeyFields {
                 Some(SessionControl::Obj {
                     session_id: Some(Str::One(id)),
                     action: Some(Str::One(action)),
+                    timeout,
                 }),
         }) = &self.nvext
         else {
             return None;
         };
         let action = match action.as_str() {
-            "bind" => SessionAction::Bind,
+            "bind" => SessionAction::Bind(match timeout {
+                Some(Secs::Whole(s)) if *s > 0 => Some(*s),
+                _ => None,
+            }),
             "close" => SessionAction::Close,
             _ => return None,
         };
         Some((action, id.clone()))
+    }
+
+    /// The raw `previous_response_id`, when it is a string.
+    pub(super) fn take_previous_response_id(&mut self) -> Option<String> {
+        Str::get(self.previous_response_id.take())
     }
 
     /// `None` when the body names no key field (the common case: no allocation).
@@ -140,6 +162,7 @@ impl KeyFields {
                 }) => Str::get(session_id),
                 _ => None,
             },
+            previous_response_key: None,
         };
         (keys != BodyKeys::default()).then_some(keys)
     }

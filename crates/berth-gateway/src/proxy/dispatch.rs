@@ -15,6 +15,7 @@ use std::time::Instant;
 use http::Response;
 
 use super::Endpoint;
+use super::chain::ChainWatch;
 use super::prepare::Prepared;
 use super::respond::{Body, respond};
 use super::route::{RouteFacts, record_decision, route_error};
@@ -109,7 +110,21 @@ pub(crate) async fn regular(
                         continue;
                     }
                 }
-                return Ok(respond(state, resp, conn, &worker_arc, decision, start));
+                let chain = (endpoint == Endpoint::Responses)
+                    .then(|| {
+                        let key = decision.key.as_ref().map(|k| k.key.as_str());
+                        ChainWatch::new(state, key, worker.id, model)
+                    })
+                    .flatten();
+                return Ok(respond(
+                    state,
+                    resp,
+                    conn,
+                    &worker_arc,
+                    decision,
+                    start,
+                    chain,
+                ));
             }
             Err(AttemptError::Request(e)) => return Err(e),
             Err(AttemptError::Worker(e)) => e,

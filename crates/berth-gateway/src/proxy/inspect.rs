@@ -37,6 +37,8 @@ pub(crate) struct Inspected {
     pub(crate) keys: Option<BodyKeys>,
     /// `nvext.session_control`'s action and session id.
     pub(crate) session: Option<(SessionAction, String)>,
+    /// The raw `previous_response_id` (a Responses chain), when it is a string.
+    pub(crate) previous_response_id: Option<String>,
 }
 
 fn first_rid(rid: Option<Rid>) -> Option<String> {
@@ -72,7 +74,7 @@ impl<'de> Visitor<'de> for Top {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
         let mut out = Fields::default();
         // as a derived struct would: each known member at most once
-        let mut seen = [false; 7 + TEXT_FIELDS.len()];
+        let mut seen = [false; 8 + TEXT_FIELDS.len()];
         let mut once = |i: usize, name: &'static str| {
             if std::mem::replace(&mut seen[i], true) {
                 Err(de::Error::duplicate_field(name))
@@ -110,9 +112,13 @@ impl<'de> Visitor<'de> for Top {
                     once(6, "nvext")?;
                     out.keys.nvext = map.next_value()?;
                 }
+                "previous_response_id" => {
+                    once(7, "previous_response_id")?;
+                    out.keys.previous_response_id = map.next_value()?;
+                }
                 k => match TEXT_FIELDS.iter().position(|f| *f == k) {
                     Some(i) if self.want_text => {
-                        once(7 + i, TEXT_FIELDS[i])?;
+                        once(8 + i, TEXT_FIELDS[i])?;
                         map.next_value_seed(&mut Leaves(&mut out.prompt))?;
                     }
                     _ => {
@@ -134,7 +140,7 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
         return Err(GatewayError::JsonParse("expected a JSON object".to_owned()));
     }
     let mut de = serde_json::Deserializer::from_slice(body);
-    let fields =
+    let mut fields =
         serde::Deserializer::deserialize_map(&mut de, Top { want_text }).map_err(parse_err)?;
     de.end().map_err(parse_err)?;
     Ok(Inspected {
@@ -143,6 +149,7 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
         stream: fields.stream,
         prefix: want_text.then(|| fields.prompt.finish()),
         session: fields.keys.session_control(),
+        previous_response_id: fields.keys.take_previous_response_id(),
         keys: fields.keys.into_keys(),
     })
 }
@@ -237,7 +244,27 @@ mod tests {
         assert_eq!(k.conversation.as_deref(), Some("c"));
         assert_eq!(k.metadata_user_id.as_deref(), Some("u"));
         assert_eq!(k.nvext_session_id.as_deref(), Some("s"));
-        assert_eq!(i.session, Some((SessionAction::Bind, "s".to_owned())));
+        assert_eq!(
+            i.session,
+            Some((SessionAction::Bind(Some(60)), "s".to_owned()))
+        );
+        for (timeout, want) in [
+            ("0", None),
+            ("-5", None),
+            ("1.5", None),
+            ("\"60\"", None),
+            ("7", Some(7)),
+        ] {
+            let body = format!(
+                r#"{{"nvext":{{"session_control":{{"session_id":"s","action":"bind","timeout":{timeout}}}}}}}"#
+            );
+            let i = inspect(body.as_bytes(), false).unwrap();
+            assert_eq!(
+                i.session.map(|s| s.0),
+                Some(SessionAction::Bind(want)),
+                "{timeout}"
+            );
+        }
         for (nvext, want) in [
             (
                 r#"{"session_id":"s","action":"close"}"#,
@@ -266,5 +293,9 @@ mod tests {
         .unwrap();
         assert_eq!(i.keys, None);
         assert_eq!(inspect(br#"{"model":"m"}"#, true).unwrap().keys, None);
+        let i = inspect(br#"{"previous_response_id":"resp_1","input":"x"}"#, false).unwrap();
+        assert_eq!(i.previous_response_id.as_deref(), Some("resp_1"));
+        let i = inspect(br#"{"previous_response_id":5}"#, false).unwrap();
+        assert_eq!(i.previous_response_id, None);
     }
 }

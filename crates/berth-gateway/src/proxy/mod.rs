@@ -7,11 +7,14 @@
 //! - `headers.rs`: what is forwarded (end-to-end headers) and what is not (hop-by-hop, hints).
 //! - `rank.rs`: writing `data_parallel_rank` into bodies sent to `<url>@<rank>` workers.
 //! - `session.rs`: `nvext.session_control` (`bind` counted, `close` drops the session's pin).
+//! - `chain.rs`: Responses chains: a response's id recorded under its key as it passes; a
+//!   `previous_response_id` resolved to that key.
 //! - `handler.rs`: one request as named stages: inspect (`prepare.rs`), route (`route.rs`),
 //!   dispatch (`dispatch.rs` for the regular request, `pd/` for a prefill/decode pair), respond
 //!   (`respond.rs`).
 
 mod body_keys;
+mod chain;
 mod dispatch;
 mod endpoint;
 mod handler;

@@ -153,6 +153,19 @@ pub(crate) async fn prepare(
         };
         (held, inspected, None)
     };
+    // A Responses chain: `previous_response_id` keys the request as the response it continues.
+    let mut inspected = inspected;
+    if let Some(id) = inspected
+        .previous_response_id
+        .as_deref()
+        .filter(|_| state.router.follows_chains())
+        && let Some(key) = super::chain::key_for(state, id).await
+    {
+        inspected
+            .keys
+            .get_or_insert_with(Default::default)
+            .previous_response_key = Some(key);
+    }
     // Reading the body (or its first frames) can take a while: route on the workers as they are
     // now, not as they were when the head arrived (a worker removed or opened meanwhile must not be chosen).
     let view = state.registry.view();

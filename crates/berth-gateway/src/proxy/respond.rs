@@ -17,6 +17,7 @@ use bytes::Bytes;
 use http::{Response, header};
 use hyper::body::Incoming;
 
+use super::chain::ChainWatch;
 use super::headers::{self, ROUTED_WORKER};
 use crate::admission::Permit;
 use crate::body::{Completion, ResBody};
@@ -52,6 +53,8 @@ pub(crate) struct RequestGuard {
     /// The admission permit (`--max-concurrent-requests`), held until the body ends or is
     /// dropped.
     permit: Option<Permit>,
+    /// A Responses answer: its id is recorded for the chain (`chain.rs`).
+    chain: Option<Box<ChainWatch>>,
 }
 
 /// How a broken server-sent-event stream ends.
@@ -76,6 +79,16 @@ impl Completion for RequestGuard {
         }
         if let (Some(sse), false) = (self.sse.as_mut(), data.is_empty()) {
             sse.at_boundary = data.ends_with(b"\n\n") || data.ends_with(b"\r\n\r\n");
+        }
+        if let Some(c) = self.chain.as_mut() {
+            c.on_data(data);
+        }
+    }
+
+    fn poll_release(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        match self.chain.as_mut() {
+            Some(c) => c.poll_release(cx),
+            None => std::task::Poll::Ready(()),
         }
     }
 
@@ -132,6 +145,7 @@ pub(crate) fn respond(
     worker: &Arc<Worker>,
     decision: Decision,
     start: Instant,
+    chain: Option<ChainWatch>,
 ) -> Response<Body> {
     let (mut parts, incoming) = resp.into_parts();
     headers::strip_response_headers(&mut parts.headers);
@@ -157,6 +171,7 @@ pub(crate) fn respond(
             style: SseStyle::OpenAi,
         }),
         permit: None,
+        chain: chain.filter(|_| parts.status.is_success()).map(Box::new),
     };
     Response::from_parts(parts, ResBody::proxied(incoming, guard))
 }

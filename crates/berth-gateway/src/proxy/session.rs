@@ -1,12 +1,13 @@
 //! `nvext.session_control` (Dynamo's session protocol): `bind` is counted (its `session_id` is
-//! the key, pinned as any key is); `close` drops the session's pin, here and in the sticky
+//! the key, pinned as any key is; with a `timeout`, that becomes the pin's idle period in place
+//! of `--max-idle-secs`, through the router's bounded side map); `close` drops the session's pin, here and in the sticky
 //! store, before the close request's response goes back, so by the time the client has read
 //! it the next request with that `session_id` is placed afresh.
 
 use super::inspect::SessionAction;
 use crate::metrics::SessionLabels;
 use crate::registry::View;
-use crate::routing::Leg;
+use crate::routing::{IdleTimeoutOutcome, Leg};
 use crate::state::AppState;
 
 /// Applies a request's session action; `model` scopes the pin as routing did.
@@ -18,7 +19,8 @@ pub(crate) async fn control(
     model: Option<&str>,
 ) {
     let outcome = match action {
-        SessionAction::Bind => "seen",
+        SessionAction::Bind(None) => "seen",
+        SessionAction::Bind(Some(secs)) => bind(state, session_id, secs, model),
         SessionAction::Close => close(state, view, session_id, model).await,
     };
     state
@@ -29,6 +31,22 @@ pub(crate) async fn control(
             outcome,
         })
         .inc();
+}
+
+/// Gives the session's pin its own idle period; the metric outcome.
+fn bind(state: &AppState, session_id: &str, secs: u64, model: Option<&str>) -> &'static str {
+    if session_id.is_empty() || session_id.len() > crate::routing::MAX_KEY_BYTES {
+        return "invalid";
+    }
+    let Some(hash) = state.router.pin_hash(session_id, model, Leg::Regular) else {
+        return "no_pins";
+    };
+    let secs = u32::try_from(secs).unwrap_or(u32::MAX);
+    match state.router.set_idle_timeout(hash, secs) {
+        IdleTimeoutOutcome::Set => "timeout_set",
+        IdleTimeoutOutcome::NotPinned => "not_pinned",
+        IdleTimeoutOutcome::Full => "timeouts_full",
+    }
 }
 
 /// Drops the session's pin; the metric outcome.

@@ -23,6 +23,8 @@ pub(crate) mod op {
     pub(crate) const SYNC: &str = "sync";
     /// Admin read or delete.
     pub(crate) const ADMIN: &str = "admin";
+    /// A Responses chain entry written or read.
+    pub(crate) const CHAIN: &str = "chain";
     /// Connecting (or probing) the store.
     pub(crate) const CONNECT: &str = "connect";
     /// The invalidation subscription.
@@ -107,6 +109,7 @@ impl StoreMetrics {
             op::MOVE,
             op::SYNC,
             op::ADMIN,
+            op::CHAIN,
             op::CONNECT,
             op::SUBSCRIBE,
         ] {

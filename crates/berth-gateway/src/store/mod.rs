@@ -12,6 +12,8 @@
 //! - `watch.rs`: the pub/sub subscriber that drops local pins other replicas moved.
 //! - `start.rs`: connecting at start-up and spawning the background tasks.
 //! - `ops.rs`: reading and deleting one pin for `GET/DELETE /sticky/{key}` (`admin/sticky.rs`).
+//! - `chain.rs`: Responses chain entries (response id -> session key), written before the
+//!   response's id reaches the client and read by a replica that does not know an id.
 //! - `metrics.rs`: `berth_sticky_store_*`.
 //!
 //! The local pin table stays the fast path: a sticky hit never waits on Redis. Redis being
@@ -21,6 +23,7 @@
 //! The store imports nothing above it: what it needs of the gateway (the router's pins, the
 //! worker view, the clock) comes through [`PinHost`], which the gateway's state implements.
 
+mod chain;
 mod flush;
 mod keyset;
 mod link;

@@ -24,6 +24,11 @@ impl Names {
     pub(crate) fn key(&self, hash: u128) -> String {
         format!("{}:pin:{hash:032x}", self.prefix)
     }
+
+    /// The key of a Responses chain entry: response `id` -> its session key.
+    pub(crate) fn chain(&self, id: &str) -> String {
+        format!("{}:chain:{id}", self.prefix)
+    }
 }
 
 /// The value format's version tag.

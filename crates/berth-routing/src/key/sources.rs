@@ -17,6 +17,7 @@ pub const DEFAULT_KEY_SOURCES: &[&str] = &[
     "header:conversation_id",
     "header:x-claude-code-session-id",
     "nvext_session_id",
+    "previous_response_id",
     "prompt_cache_key",
     "conversation",
     "metadata_user_id",
@@ -33,6 +34,9 @@ pub enum Source {
     Header(String),
     /// The body's top-level `nvext.session_control.session_id` (Dynamo).
     NvextSessionId,
+    /// The body's top-level `previous_response_id` (Responses API): the key the gateway
+    /// remembered for that response id (the caller resolves it into [`BodyKeys`]).
+    PreviousResponseId,
     /// The body's top-level `prompt_cache_key` (OpenAI Chat Completions and Responses).
     PromptCacheKey,
     /// The body's top-level `conversation` (Responses API: a string id, or an object's `id`).
@@ -49,6 +53,7 @@ impl Source {
             "rid" => Self::Rid,
             "routing_key_headers" => Self::RoutingKeyHeaders,
             "nvext_session_id" => Self::NvextSessionId,
+            "previous_response_id" => Self::PreviousResponseId,
             "prompt_cache_key" => Self::PromptCacheKey,
             "conversation" => Self::Conversation,
             "metadata_user_id" => Self::MetadataUserId,
@@ -58,7 +63,8 @@ impl Source {
                 None => {
                     return Err(bad(format!(
                         "unknown source {other:?} (expected rid, routing_key_headers, \
-                         header:<name>, nvext_session_id, prompt_cache_key, conversation or \
+                         header:<name>, nvext_session_id, previous_response_id, prompt_cache_key, \
+                         conversation or \
                          metadata_user_id)"
                     )));
                 }
@@ -70,7 +76,11 @@ impl Source {
     pub fn in_body(&self) -> bool {
         matches!(
             self,
-            Self::NvextSessionId | Self::PromptCacheKey | Self::Conversation | Self::MetadataUserId
+            Self::NvextSessionId
+                | Self::PreviousResponseId
+                | Self::PromptCacheKey
+                | Self::Conversation
+                | Self::MetadataUserId
         )
     }
 }
@@ -93,6 +103,9 @@ pub fn parse_sources(items: &[String]) -> Result<Vec<Source>, Error> {
 pub struct BodyKeys {
     /// `nvext.session_control.session_id`.
     pub nvext_session_id: Option<String>,
+    /// The session key the gateway remembered for the body's `previous_response_id` (resolved
+    /// by the caller; `None` when the id is unknown).
+    pub previous_response_key: Option<String>,
     /// `prompt_cache_key`.
     pub prompt_cache_key: Option<String>,
     /// `conversation` (its `id` when it is an object).

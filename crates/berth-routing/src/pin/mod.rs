@@ -2,6 +2,8 @@
 //!
 //! - `slots.rs`: one shard, an open-addressing table of 32-byte entries.
 //! - `remember.rs`: changing what one pin remembers (workers, in-flight counts).
+//! - `timeouts.rs`: per-pin idle periods (a session bound with a timeout), a bounded side map
+//!   the sweep consults.
 //! - this file: the sharded table, its bound, in-flight release and the incremental sweep.
 //!
 //! 256 shards, each behind its own mutex, keep contention negligible: a decision locks one
@@ -10,12 +12,14 @@
 
 mod remember;
 pub(crate) mod slots;
+mod timeouts;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 pub(crate) use remember::{bump, forget_removed, set_workers};
 use slots::{Entry, NONE, Placement, Slots};
+pub(crate) use timeouts::IdleTimeouts;
 
 use crate::worker::{WorkerId, WorkerSnapshot};
 
@@ -66,6 +70,8 @@ pub(crate) struct PinTable {
     /// recorded). A shard that grew since has rehashed its entries, so its scan restarts.
     cursor: Mutex<(usize, usize, usize)>,
     evictions: [AtomicU64; 3],
+    /// Pins with their own idle period (`bind` with a timeout).
+    pub(crate) timeouts: IdleTimeouts,
 }
 
 impl PinTable {
@@ -83,6 +89,7 @@ impl PinTable {
             max,
             cursor: Mutex::new((0, 0, 0)),
             evictions: Default::default(),
+            timeouts: IdleTimeouts::new(if max == 0 { timeouts::DEFAULT_CAP } else { max }),
         }
     }
 
@@ -185,6 +192,11 @@ impl PinTable {
         snap: &WorkerSnapshot,
     ) -> (usize, bool) {
         let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
+        // Pins with their own idle period: the map is locked before the shard (the only order
+        // either lock is taken in together).
+        let own = (self.timeouts.len() > 0).then(|| self.timeouts.lock());
+        let has_own = own.is_some();
+        let mut swept: Vec<u128> = Vec::new();
         let (shard_ix, resume, capacity) = *cursor;
         let mut shard = self.shards[shard_ix]
             .lock()
@@ -204,22 +216,37 @@ impl PinTable {
             SWEEP_SLOTS,
             |e| gone += forget_removed(e, snap),
             |e| {
+                let limit = own
+                    .as_ref()
+                    .and_then(|m| m.get(&e.key).copied())
+                    .unwrap_or(max_idle_secs);
                 e.workers[0] == NONE
-                    || (max_idle_secs > 0
+                    || (limit > 0
                         && e.in_flight == [0, 0]
-                        && now.saturating_sub(e.last_used) >= max_idle_secs)
+                        && now.saturating_sub(e.last_used) >= limit)
             },
-            |e| match e.primary() {
-                Some(p) => {
-                    if let Some(s) = snap.stats(WorkerId(p)) {
-                        s.pin_removed();
-                    }
-                    idle += 1;
+            |e| {
+                if has_own {
+                    swept.push(e.key);
                 }
-                None => emptied += 1,
+                match e.primary() {
+                    Some(p) => {
+                        if let Some(s) = snap.stats(WorkerId(p)) {
+                            s.pin_removed();
+                        }
+                        idle += 1;
+                    }
+                    None => emptied += 1,
+                }
             },
         );
         drop(shard);
+        if let Some(mut m) = own {
+            for k in &swept {
+                m.remove(k);
+            }
+            self.timeouts.recount(&m);
+        }
         let finished = match next {
             Some(slot) => {
                 *cursor = (shard_ix, slot, capacity);

@@ -122,3 +122,44 @@ fn a_dropped_pin_is_placed_anew_and_in_flight_counts_survive() {
     assert_eq!(e[0].in_flight, [0, 0]);
     assert_eq!(route(&r, "k", &s).1, Some(Branch::OccupiedHit));
 }
+
+#[test]
+fn idle_timeouts_are_bounded_and_cleared_with_their_pins() {
+    use crate::IdleTimeoutOutcome as O;
+    let r = Router::new(&RouterOptions {
+        policy: PolicyKind::Manual,
+        max_sticky_keys: 2,
+        ..RouterOptions::default()
+    })
+    .unwrap();
+    let stats: Vec<_> = (0..2).map(|_| Arc::new(WorkerStats::default())).collect();
+    let s = snap(&stats, &[]);
+    let h = |k: &str| r.pin_hash(k, None, Leg::Regular).unwrap();
+    assert_eq!(r.set_idle_timeout(h("a"), 30), O::NotPinned);
+    route(&r, "a", &s);
+    route(&r, "b", &s);
+    assert_eq!(r.set_idle_timeout(h("a"), 30), O::Set);
+    assert_eq!(r.set_idle_timeout(h("b"), 30), O::Set);
+    assert_eq!(r.idle_timeouts(), 2);
+    // A third key evicts a pin at the table's bound; its stale period is cleared when the
+    // side map is full and another pin binds.
+    route(&r, "c", &s);
+    assert_eq!(r.stats().pins, 2);
+    assert_eq!(r.set_idle_timeout(h("c"), 30), O::Set);
+    assert_eq!(r.idle_timeouts(), 2);
+    // Dropping a pin drops its period.
+    assert!(r.drop_pin(h("c"), &s));
+    assert_eq!(r.idle_timeouts(), 1);
+    // The sweep honours the period (shorter than the default) and forgets it with the pin.
+    let mut removed = 0;
+    loop {
+        let step = r.sweep_step(T0 + Duration::from_secs(31), &s);
+        removed += step.removed_idle;
+        if step.finished {
+            break;
+        }
+    }
+    assert_eq!(removed, 1);
+    assert_eq!(r.idle_timeouts(), 0);
+    assert_eq!(r.stats().pins, 0);
+}

@@ -71,7 +71,8 @@ pub(crate) fn stream_head(api: GenApi, g: &Generation) -> Vec<Bytes> {
     match api {
         GenApi::Chat => vec![openai::chat_head(g)],
         GenApi::Messages => anthropic::head(g),
-        GenApi::Completion | GenApi::Generate | GenApi::Responses => Vec::new(),
+        GenApi::Responses => vec![openai::responses_head(g)],
+        GenApi::Completion | GenApi::Generate => Vec::new(),
     }
 }
 

@@ -219,6 +219,19 @@ pub(crate) fn completion_tail(g: &Generation) -> Vec<Bytes> {
     ]
 }
 
+/// A Responses stream's first event, `response.created`, naming the response's id (the
+/// token events that follow are completion chunks: the sim does not model Responses events
+/// further).
+pub(crate) fn responses_head(g: &Generation) -> Bytes {
+    super::respond::sse_event(
+        "response.created",
+        &json!({"type": "response.created", "sequence_number": 0, "response": {
+            "id": format!("resp_{}", g.id), "object": "response", "created_at": g.created,
+            "status": "in_progress", "model": g.model, "output": [],
+        }}),
+    )
+}
+
 pub(crate) fn responses_whole(g: &Generation) -> Value {
     let completion = u64::from(g.completion_tokens);
     json!({

@@ -20,7 +20,8 @@ pub(crate) enum GenApi {
     Generate,
     /// `POST /v1/messages` (Anthropic).
     Messages,
-    /// `POST /v1/responses` (OpenAI Responses; non-streamed).
+    /// `POST /v1/responses` (OpenAI Responses; streamed as `response.created` then completion
+    /// chunks).
     Responses,
 }
 
@@ -170,7 +171,7 @@ pub(crate) fn parse(api: GenApi, body: &Value) -> Result<GenRequest, String> {
             (
                 prompt,
                 first_u64(body, &["max_output_tokens", "max_tokens"]),
-                false,
+                stream_of(body),
             )
         }
     };

@@ -151,7 +151,7 @@ pub(crate) async fn dispatch(
         let retry_left = attempts < state.config.retry_max_retries;
         match outcome {
             Pair::Done(resp, conn) => {
-                return Ok(respond(state, resp, conn, &dw, decode, start));
+                return Ok(respond(state, resp, conn, &dw, decode, start, None));
             }
             Pair::PrefillFailed { error, retryable } => {
                 tracing::warn!(prefill = %pw.url, %error, "prefill leg failed");
@@ -174,7 +174,7 @@ pub(crate) async fn dispatch(
                 // Passed through when no other decode worker is left (as in regular mode).
                 let others = decode_view.snapshot.candidates(model).len() > tried_decode.len() + 1;
                 if !(retry_left && others) {
-                    return Ok(respond(state, resp, conn, &dw, decode, start));
+                    return Ok(respond(state, resp, conn, &dw, decode, start, None));
                 }
                 tried_decode.push(dw.id);
             }

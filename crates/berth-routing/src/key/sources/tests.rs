@@ -11,6 +11,7 @@ fn defaults(override_on: bool) -> KeyConfig {
 fn body() -> BodyKeys {
     BodyKeys {
         nvext_session_id: Some("nv".into()),
+        previous_response_key: Some("chain".into()),
         prompt_cache_key: Some("pck".into()),
         conversation: Some("conv".into()),
         metadata_user_id: Some("user_ab_account_cd_session_md".into()),
@@ -59,6 +60,7 @@ fn default_order_each_source_wins_over_the_ones_after_it() {
     // Then the body fields in list order.
     let order = [
         ("nv", KeySource::NvextSessionId),
+        ("chain", KeySource::PreviousResponseId),
         ("pck", KeySource::PromptCacheKey),
         ("conv", KeySource::Conversation),
         ("md", KeySource::MetadataUserId),
@@ -70,6 +72,7 @@ fn default_order_each_source_wins_over_the_ones_after_it() {
         );
         match source {
             KeySource::NvextSessionId => b.nvext_session_id = None,
+            KeySource::PreviousResponseId => b.previous_response_key = None,
             KeySource::PromptCacheKey => b.prompt_cache_key = None,
             KeySource::Conversation => b.conversation = None,
             _ => b.metadata_user_id = None,
@@ -112,6 +115,7 @@ fn malformed_values_are_skipped_like_invalid_headers() {
         prompt_cache_key: Some(long.clone()),
         conversation: Some(ok.clone()),
         metadata_user_id: None,
+        previous_response_key: None,
     };
     assert_eq!(
         derive(&cfg, None, Some(&b), &[("session_id", long.as_bytes())]),
@@ -173,14 +177,14 @@ fn list_parsing() {
         p(&["header:Session_ID", "rid", "header:session_id"]).unwrap(),
         [Source::Header("session_id".into()), Source::Rid]
     );
-    for bad in [
-        "header:bad name",
-        "header:",
-        "cookie",
-        "previous_response_id",
-    ] {
+    for bad in ["header:bad name", "header:", "cookie", "previous_response"] {
         let e = p(&[bad]).unwrap_err().to_string();
         assert!(e.contains("--routing-key-sources"), "{e}");
     }
     assert!(Source::PromptCacheKey.in_body() && !Source::Header("a".into()).in_body());
+    assert_eq!(
+        p(&["previous_response_id"]).unwrap(),
+        [Source::PreviousResponseId]
+    );
+    assert!(Source::PreviousResponseId.in_body());
 }

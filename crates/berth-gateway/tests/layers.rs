@@ -6,17 +6,11 @@ mod module_graph;
 
 #[test]
 fn top_level_modules_import_one_way() {
-    let graph = module_graph::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
-    let cycles = module_graph::cycles(&graph);
-    assert!(
-        cycles.is_empty(),
-        "import circles between top-level modules: {cycles:?}\n{}",
-        module_graph::render(&graph)
+    module_graph::assert_one_way(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        include_str!("../../../docs/architecture.md"),
+        "berth-gateway layers",
     );
-    let doc = include_str!("../../../docs/architecture.md");
-    let layers = module_graph::layers(doc, "berth-gateway layers");
-    let wrong = module_graph::layer_violations(&graph, &layers);
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 /// Prints the graph (`cargo test -p berth-gateway --test layers -- --nocapture print`), for

@@ -3,30 +3,13 @@
 #[path = "support/module_graph.rs"]
 mod module_graph;
 
-/// Edges known to close a circle, each with the change that removes it. An entry whose edge is
-/// gone fails the test too, so the list only shrinks.
-const PENDING: &[(&str, &str, &str)] = &[];
-
 #[test]
 fn top_level_modules_import_one_way() {
-    let mut graph = module_graph::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
-    for (from, to, why) in PENDING {
-        let present = graph.get_mut(*from).is_some_and(|e| e.remove(*to));
-        assert!(
-            present,
-            "{from} -> {to} no longer exists ({why}): remove it from PENDING"
-        );
-    }
-    let cycles = module_graph::cycles(&graph);
-    assert!(
-        cycles.is_empty(),
-        "import circles between top-level modules: {cycles:?}\n{}",
-        module_graph::render(&graph)
+    module_graph::assert_one_way(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        include_str!("../../../docs/architecture.md"),
+        "berth-routing layers",
     );
-    let doc = include_str!("../../../docs/architecture.md");
-    let layers = module_graph::layers(doc, "berth-routing layers");
-    let wrong = module_graph::layer_violations(&graph, &layers);
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]

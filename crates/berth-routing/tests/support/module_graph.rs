@@ -123,6 +123,21 @@ pub(crate) fn cycles(graph: &Graph) -> Vec<Vec<String>> {
 }
 
 /// The graph as text, one `a -> b c` line per module, for failure messages.
+/// The whole check both `layers.rs` tests make: the crate at `root` has no import circle between
+/// its top-level modules, and every edge points to a strictly lower layer of the table under
+/// `section` in docs/architecture.md (`doc`).
+pub(crate) fn assert_one_way(root: &Path, doc: &str, section: &str) {
+    let graph = read(root);
+    let cycles = cycles(&graph);
+    assert!(
+        cycles.is_empty(),
+        "import circles between top-level modules: {cycles:?}\n{}",
+        render(&graph)
+    );
+    let wrong = layer_violations(&graph, &layers(doc, section));
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 pub(crate) fn render(graph: &Graph) -> String {
     let mut out = String::new();
     for (from, to) in graph {

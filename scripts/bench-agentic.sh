@@ -1,50 +1,119 @@
 #!/usr/bin/env bash
-# One routing set-up on the agentic workload of `berth demo`'s second set, with the knobs the
-# demo fixes left open: 4 `berth sim-worker` processes (KV capacity KV tokens each, prefill 2,000
-# tokens/s serialized, time scale 0.2) behind one `berth serve --policy POLICY [gateway flags]`,
-# driven by `berth bench` (ROOTS root sessions, Poisson arrivals at RATE/s, NPROMPTS shared system
-# prompts of SYSW words, 3±2 turns, 2 sub-agents extending their parent, streaming chat), all on
-# loopback. Prints the bench's summary and the gateway's routing metrics; bounded by ROOTS.
+# Agentic coding traces replayed through routers in front of 4 `berth sim-worker`s whose KV is
+# tight (issue #21). For each trace, each load level and each row, RUNS runs; prints one
+# markdown table per (trace, load) with mean (min-max) over the runs, the trace's ideal cached
+# ratio and the pooled ceiling (one sim worker with the fleet's whole KV and no queueing).
 #
-# Usage: scripts/bench-agentic.sh POLICY SESSION_ROUTING [gateway flags...]
-#   e.g. scripts/bench-agentic.sh ttft_aware smg_routing_key
-#        ROOTS=100 RATE=8 scripts/bench-agentic.sh cache_aware none
-#   env: ROOTS (60) RATE (6) NPROMPTS (4) SYSW (1500) KV (6144) SEED (1) BASE_PORT (19000)
+# Usage: scripts/bench-agentic.sh TRACE.jsonl [TRACE2.jsonl ...]
+#   env: BIN (target/release/berth)   SMG (/work/venv-smg/bin/smg; rows smg:* skipped if absent)
+#        RUNS (3)  BASE_PORT (24000)  OUT (/tmp/berth-bench-agentic)
+#        LOADS ("comfortable:16000:16384 busy:8000:16384 saturated:5000:8192"): load levels as
+#              name:prefill-tokens-per-sec:kv-tokens-per-worker; every session of the trace is
+#              live from the start (--fixed-schedule), so load rises as prefill slows, and KV
+#              pressure as the workers' KV shrinks
+#        SPEEDUP (20) --replay-speedup (think times / 20); TSCALE (0.2) sim time scale
+#        BLOCK (16) tokens per trace hash id (1/32 of the trace's 512); OUTTOK (32)
+#        SAMPLE (1.0) --trace-session-sample; SESSIONS (all) --num-sessions
+#        ROWS (below): space-separated router:policy:routing[:flag,flag] rows; router berth,
+#              smg or nginx (nginx-style hashing: berth consistent_hashing on the session
+#              header stands in for nginx's `hash $http_x_smg_routing_key consistent`);
+#              routing header (the bench's x-smg-routing-key per session) or none
+#   e.g. RUNS=1 LOADS=saturated:2.5 scripts/bench-agentic.sh /tmp/t/dataset.jsonl
 set -euo pipefail
-POLICY=$1; ROUTING=$2; shift 2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BERTH=$ROOT/target/release/berth
-BASE=${BASE_PORT:-19000}
-OUT=${OUT:-/tmp/berth-agentic}
+BIN=${BIN:-$ROOT/target/release/berth}
+SMG=${SMG:-/work/venv-smg/bin/smg}
+RUNS=${RUNS:-3}
+BASE=${BASE_PORT:-24000}
+OUT=${OUT:-/tmp/berth-bench-agentic}
+LOADS=${LOADS:-"comfortable:16000:16384 busy:8000:16384 saturated:5000:8192"}
+SPEEDUP=${SPEEDUP:-20}
+TSCALE=${TSCALE:-0.2}
+BLOCK=${BLOCK:-16}
+OUTTOK=${OUTTOK:-32}
+SAMPLE=${SAMPLE:-1.0}
+ROWS=${ROWS:-"berth:agentic:header berth:ttft_aware:header berth:cache_aware:none \
+smg:cache_aware:none smg:cache_aware:header:--routing-key-override \
+nginx:consistent_hashing:header"}
 # shellcheck source=scripts/bench-lib.sh
 . "$ROOT/scripts/bench-lib.sh"
-mkdir -p "$OUT"
 trap kill_pids EXIT
-(cd "$ROOT" && cargo build --release -q -p berth)
+mkdir -p "$OUT"
+[ -x "$BIN" ] || { echo "no berth binary at $BIN (cargo build --release -p berth)" >&2; exit 1; }
 
-URLS=()
-for i in 1 2 3 4; do
-    "$BERTH" sim-worker --host 127.0.0.1 --port $((BASE + i)) --model sim-model \
-        --kv-capacity-tokens "${KV:-6144}" --prefill-tokens-per-sec 2000 --time-scale 0.2 \
-        >"$OUT/sim-$i.log" 2>&1 &
-    PIDS+=($!)
-    URLS+=("http://127.0.0.1:$((BASE + i))")
+start_sims() { # n kv tscale prefill: starts n sim workers on BASE+1.., sets URLS
+    URLS=()
+    for i in $(seq 1 "$1"); do
+        "$BIN" sim-worker --host 127.0.0.1 --port $((BASE + i)) --model sim-model \
+            --kv-capacity-tokens "$2" --prefill-tokens-per-sec "$4" --time-scale "$3" \
+            >"$OUT/sim-$i.log" 2>&1 &
+        PIDS+=($!)
+        URLS+=("http://127.0.0.1:$((BASE + i))")
+    done
+    for u in "${URLS[@]}"; do wait_http "$u/health"; done
+}
+
+stop_all() { kill_pids; PIDS=(); }
+
+start_router() { # router policy [extra router flags]
+    local gw=$((BASE + 10)) r=$1 p=$2
+    shift 2
+    case $r in
+    berth | nginx)
+        "$BIN" serve --host 127.0.0.1 --port "$gw" --worker-urls "${URLS[@]}" --policy "$p" \
+            --log-level warn "$@" >"$OUT/gateway.log" 2>&1 &
+        PIDS+=($!)
+        wait_http "http://127.0.0.1:$gw/readiness" ;;
+    smg)
+        "$SMG" launch --host 127.0.0.1 --port "$gw" --worker-urls "${URLS[@]}" --policy "$p" \
+            --prometheus-host 127.0.0.1 --prometheus-port $((BASE + 11)) --log-level warn "$@" \
+            >"$OUT/gateway.log" 2>&1 &
+        PIDS+=($!)
+        wait_http "http://127.0.0.1:$gw/health" ;;
+    esac
+    GW="http://127.0.0.1:$gw"
+}
+
+bench() { # url routing dir
+    local sessions=()
+    [ -n "${SESSIONS:-}" ] && sessions=(--num-sessions "$SESSIONS")
+    "$BIN" bench --url "$1" --session-routing "$2" --input-file "$TRACE" \
+        --custom-dataset-type mooncake_trace --prompt-input-tokens-block-size "$BLOCK" \
+        --trace-max-output-tokens "$OUTTOK" --fixed-schedule --replay-speedup "$SPEEDUP" \
+        --trace-session-sample "$SAMPLE" "${sessions[@]}" --random-seed 1 \
+        --expected-workers "${EXPECTED:-4}" --endpoint-type chat --streaming --quiet \
+        --allow-failed-requests --artifact-dir "$3" >/dev/null
+}
+
+row_line() { # label dir: one TSV line of the figures of summary.json
+    jq -r --arg l "$1" '.summary | [$l, .cached_ratio, .ideal_cached_ratio, .ttft_ms.p50,
+        .ttft_ms.p90, .ttft_ms.p99, .load_max_over_mean, .uncached_max_over_mean,
+        .stickiness.ratio, .failed] | @tsv' "$2/summary.json"
+}
+
+for TRACE in "$@"; do
+    name=$(basename "$(dirname "$TRACE")")
+    for load in $LOADS; do
+        IFS=: read -r lname prefill kv <<<"$load"
+        tsv="$OUT/$name-$lname.tsv"
+        : >"$tsv"
+        for run in $(seq 1 "$RUNS"); do
+            # the pooled ceiling: one worker with the fleet's KV, no queueing
+            start_sims 1 $((kv * 4)) 0 "$prefill"
+            EXPECTED=1 bench "${URLS[0]}" none "$OUT/art" && row_line pooled "$OUT/art" >>"$tsv"
+            stop_all
+            for row in $ROWS; do
+                IFS=: read -r router policy routing extra <<<"$row"
+                [ "$router" = smg ] && [ ! -x "$SMG" ] && continue
+                case $routing in header) mode=smg_routing_key ;; *) mode=none ;; esac
+                start_sims 4 "$kv" "$TSCALE" "$prefill"
+                start_router "$router" "$policy" ${extra//,/ }
+                bench "$GW" "$mode" "$OUT/art" && row_line "$row" "$OUT/art" >>"$tsv"
+                stop_all
+            done
+        done
+        echo
+        echo "### $name, $lname: prefill $prefill tokens/s, KV $kv tokens per worker, $RUNS run(s)"
+        python3 "$ROOT/scripts/bench-agentic-table.py" "$tsv"
+    done
 done
-for u in "${URLS[@]}"; do wait_http "$u/health"; done
-"$BERTH" serve --host 127.0.0.1 --port "$BASE" --worker-urls "${URLS[@]}" --policy "$POLICY" \
-    --prometheus-host 127.0.0.1 --prometheus-port $((BASE + 9)) --log-level warn "$@" \
-    >"$OUT/gateway.log" 2>&1 &
-PIDS+=($!)
-wait_http "http://127.0.0.1:$BASE/readiness"
-
-"$BERTH" bench --url "http://127.0.0.1:$BASE" --session-routing "$ROUTING" \
-    --num-sessions "${ROOTS:-60}" --concurrency 1000 --request-rate "${RATE:-6}" \
-    --arrival-pattern poisson --num-system-prompts "${NPROMPTS:-4}" \
-    --shared-system-prompt-length "${SYSW:-1500}" --session-turns-mean 3 --session-turns-stddev 2 \
-    --session-turn-delay-mean 200 --session-turn-delay-stddev 100 \
-    --synthetic-input-tokens-mean 120 --synthetic-input-tokens-stddev 60 \
-    --output-tokens-mean 40 --output-tokens-stddev 13 --agent-fanout 2 --agent-depth 1 \
-    --agent-context parent --random-seed "${SEED:-1}" --expected-workers 4 \
-    --endpoint-type chat --streaming --quiet --artifact-dir "$OUT/artifacts"
-curl -s "http://127.0.0.1:$((BASE + 9))/metrics" \
-    | grep -E '^(smg_manual_policy_branch_total|berth_worker_ttft)' || true

@@ -352,6 +352,8 @@ impl Metrics {
         let sum = |f: fn(&RouterStats) -> u64| pools.iter().map(|(_, r)| f(r)).sum::<u64>();
         self.index
             .update(pools.iter().filter_map(|(_, r)| r.prefix_index.as_ref()));
+        self.index
+            .update_ledger(pools.iter().filter_map(|(_, r)| r.agentic_ledger.as_ref()));
         let router = &RouterStats {
             pins: pools.iter().map(|(_, r)| r.pins).sum(),
             idle_timeouts: pools.iter().map(|(_, r)| r.idle_timeouts).sum(),
@@ -361,6 +363,7 @@ impl Metrics {
             ttft_fleet: None,
             ttft_workers: Vec::new(),
             prefix_index: None,
+            agentic_ledger: None,
         };
         self.cache_entries
             .set(i64::try_from(router.pins).unwrap_or(i64::MAX));

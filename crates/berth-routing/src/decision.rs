@@ -248,6 +248,8 @@ pub struct RouterStats {
     /// `ttft_aware`: per worker, the cost model it predicts with and the prefill tokens it
     /// believes queued there (filled by [`crate::Router::ttft_figures`]; empty otherwise).
     pub ttft_workers: Vec<(WorkerId, crate::policy::CostModel, f64)>,
+    /// `agentic`: what its session ledger holds; `None` under other policies.
+    pub agentic_ledger: Option<crate::policy::LedgerStats>,
 }
 
 /// Whole seconds of `now`, the pin table's time unit.

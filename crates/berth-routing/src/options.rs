@@ -156,7 +156,7 @@ impl RouterOptions {
         validate_ttft(&self.ttft)?;
         let stickiness = match (self.policy, self.routing_key_override) {
             (PolicyKind::Manual, _) => Stickiness::Manual,
-            (PolicyKind::TtftAware, _) => Stickiness::Ttft,
+            (PolicyKind::TtftAware | PolicyKind::Agentic, _) => Stickiness::Ttft,
             (PolicyKind::ConsistentHashing, _) | (_, false) => Stickiness::None,
             (_, true) => Stickiness::Override,
         };

@@ -89,17 +89,14 @@ impl Router {
     /// a valid `x-smg-routing-tokens` header; `multi_model`: workers serve more than one model,
     /// so the body's `model` picks the candidates.
     pub fn body_path(&self, tokens_hint_valid: bool, multi_model: bool) -> BodyPath {
-        let text_policy = matches!(
-            self.cfg.policy,
-            PolicyKind::CacheAware | PolicyKind::TtftAware
-        );
+        let text_policy = self.cfg.policy.reads_prompt();
         if self.override_on() {
             BodyPath::Buffered("routing_key_override")
         } else if text_policy && tokens_hint_valid && !multi_model {
             BodyPath::Streamed("routing_tokens_hint")
         } else if text_policy && multi_model {
             BodyPath::Buffered("model_selection")
-        } else if self.cfg.policy == PolicyKind::TtftAware {
+        } else if self.cfg.policy.predicts_ttft() {
             BodyPath::Buffered("ttft_text")
         } else if self.cfg.policy == PolicyKind::CacheAware {
             if tokens_hint_valid && !multi_model {
@@ -302,6 +299,7 @@ impl Router {
             ttft_fleet: self.policy.ttft().map(|t| t.fleet().model()),
             prefix_index: self.policy.index_stats(),
             ttft_workers: Vec::new(),
+            agentic_ledger: self.policy.ledger_stats(),
         }
     }
 }

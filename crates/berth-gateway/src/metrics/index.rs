@@ -1,6 +1,7 @@
-//! The routing core's prefix index as metrics (`cache_aware`, `ttft_aware`), refreshed when
-//! scraped: `berth_prefix_index_bytes`, `berth_prefix_index_chunks` and
-//! `berth_prefix_index_evicted_chunks_total{reason}`.
+//! The routing core's prefix index as metrics (`cache_aware`, `ttft_aware`, `agentic`),
+//! refreshed when scraped: `berth_prefix_index_bytes`, `berth_prefix_index_chunks` and
+//! `berth_prefix_index_evicted_chunks_total{reason}`; and `agentic`'s session ledger:
+//! `berth_agentic_sessions` and `berth_agentic_sessions_dropped_total`.
 
 use std::sync::Mutex;
 
@@ -10,7 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::ReasonLabels;
-use crate::routing::policy::{IndexEviction, IndexStats};
+use crate::routing::policy::{IndexEviction, IndexStats, LedgerStats};
 
 #[derive(Debug, Default)]
 pub(crate) struct IndexMetrics {
@@ -19,6 +20,9 @@ pub(crate) struct IndexMetrics {
     evicted: Family<ReasonLabels, Counter>,
     /// Totals already counted (the core reports totals since start).
     seen: Mutex<[u64; 3]>,
+    sessions: Gauge,
+    dropped: Counter,
+    dropped_seen: Mutex<u64>,
 }
 
 impl IndexMetrics {
@@ -42,12 +46,37 @@ impl IndexMetrics {
              (budget, tenant_bound, worker_removed)",
             m.evicted.clone(),
         );
+        registry.register(
+            "berth_agentic_sessions",
+            "agentic: live sessions in the session ledger (their last prompt sizes are the \
+             workers' KV working sets; bounded at 65536)",
+            m.sessions.clone(),
+        );
+        registry.register(
+            "berth_agentic_sessions_dropped",
+            "agentic: sessions dropped from the full session ledger (least recently used first)",
+            m.dropped.clone(),
+        );
         for r in IndexEviction::ALL {
             let _ = m
                 .evicted
                 .get_or_create(&ReasonLabels { reason: r.as_str() });
         }
         m
+    }
+
+    /// Sets the ledger figures (summed over PD legs).
+    pub(crate) fn update_ledger<'a>(&self, stats: impl Iterator<Item = &'a LedgerStats>) {
+        let (mut sessions, mut dropped) = (0usize, 0u64);
+        for s in stats {
+            sessions += s.sessions;
+            dropped += s.dropped_full;
+        }
+        self.sessions
+            .set(i64::try_from(sessions).unwrap_or(i64::MAX));
+        let mut seen = self.dropped_seen.lock().unwrap_or_else(|p| p.into_inner());
+        self.dropped.inc_by(dropped.saturating_sub(*seen));
+        *seen = dropped.max(*seen);
     }
 
     /// Sets the figures from the routers' indexes (summed over PD legs).

@@ -52,7 +52,7 @@ impl Prepared {
 
 /// Whether a policy routes on the prompt text.
 fn wants_text(policy: PolicyKind) -> bool {
-    matches!(policy, PolicyKind::CacheAware | PolicyKind::TtftAware)
+    policy.reads_prompt()
 }
 
 /// Reads (or holds for streaming) the body, checks its model and counts the request.

@@ -1,19 +1,30 @@
-//! `cache_aware`: SMG's rule, exactly as SMG documents it (SPEC.md section 2).
+//! `cache_aware`: SMG 1.13's rule (SPEC.md section 2, with SMG 1.13's spill gate; issue #21).
 //!
-//! 1. The fleet is *imbalanced* iff `max_load - min_load > balance_abs_threshold` AND
-//!    `max_load > min_load * balance_rel_threshold` (loads are requests in flight over the
-//!    candidates); then the least-loaded worker takes the request.
-//! 2. Otherwise the worker holding the longest prefix of the request text takes it when the
-//!    match rate (matched / text length) exceeds `cache_threshold` (several holders: the least
-//!    loaded of them, ties at random).
-//! 3. Otherwise the worker with the smallest tree (fewest cached characters: the most free
+//! 1. The worker holding the longest prefix of the request text is the *match* when the match
+//!    rate (matched / text length) exceeds `cache_threshold` (several holders: the least loaded
+//!    of them, ties at random). It takes the request unless it *spills*: its load exceeds the
+//!    candidates' MEAN load by the absolute margin AND by the relative threshold
+//!    (`load > mean + margin` and `load > mean x balance_rel_threshold`), where the margin is
+//!    `balance_abs_threshold` capped at the in-flight count's natural swing at that mean (two
+//!    standard deviations of a Poisson count, `2 sqrt(mean)`, never under 4 unless the flag is
+//!    lower). A spilled request goes to the least-loaded candidate. Loads are requests in
+//!    flight through this gateway.
+//! 2. Otherwise the worker with the smallest tree (fewest cached characters: the most free
 //!    cache), preferring an idle worker (nothing in flight) with the smallest tree.
 //!
-//! Rule 3 is what spreads distinct long prompts: a prompt nobody holds goes where the least
+//! Before SMG 1.13 the balance rule was fleet-wide (`max_load - min_load >
+//! balance_abs_threshold` AND `max_load > min_load x balance_rel_threshold`), and berth copied
+//! it; with the default 64 it never trips at agentic concurrency, so a prefix every session
+//! shares (a coding agent's system prompt and tools) sent every request to the one worker that
+//! first held it (issue #21). The spill gate makes that herd spill after a few requests; each
+//! spilled request makes its worker another holder of the shared prefix, and the least loaded
+//! holder takes the next.
+//!
+//! Rule 2 is what spreads distinct long prompts: a prompt nobody holds goes where the least
 //! is cached, so four long system prompts land on four workers instead of on whichever worker
 //! happened to be least loaded when each first arrived. A request with no text (no body read
 //! and no routing tokens) goes to the least-loaded worker. The chosen worker becomes a tenant
-//! of the text in the model's prefix index (`prefix_index.rs`), imbalanced or not.
+//! of the text in the model's prefix index (`prefix_index.rs`), spilled or not.
 
 use super::PickRequest;
 use super::prefix_index::{Index, IndexStats, SharedIndex};
@@ -27,11 +38,11 @@ pub use super::prefix_index::CHUNK;
 pub struct CacheAwareConfig {
     /// Share of the text that must match for the match to decide (`--cache-threshold`).
     pub cache_threshold: f64,
-    /// Load spread (max - min) beyond which the fleet may be imbalanced
-    /// (`--balance-abs-threshold`).
+    /// Requests in flight above the candidates' mean load beyond which the matched worker
+    /// spills, capped at `max(4, 2 sqrt(mean))` (`--balance-abs-threshold`).
     pub balance_abs_threshold: u32,
-    /// Load ratio (max / min) beyond which the fleet may be imbalanced
-    /// (`--balance-rel-threshold`).
+    /// Multiple of the candidates' mean load beyond which the matched worker spills (both
+    /// conditions must hold) (`--balance-rel-threshold`).
     pub balance_rel_threshold: f64,
     /// Characters each worker may hold in a tree (`--max-tree-size`).
     pub max_tree_size: usize,
@@ -70,15 +81,20 @@ impl CacheAware {
         self.index.stats()
     }
 
-    /// Whether the candidates' loads are imbalanced by SMG's two-condition rule.
-    pub(crate) fn imbalanced(&self, snap: &WorkerSnapshot, cands: &[WorkerId]) -> bool {
-        let (min, max) = cands
-            .iter()
-            .map(|w| snap.load(*w))
-            .fold((u32::MAX, 0), |(lo, hi), l| (lo.min(l), hi.max(l)));
-        let min = if min == u32::MAX { 0 } else { min };
-        max.saturating_sub(min) > self.cfg.balance_abs_threshold
-            && f64::from(max) > f64::from(min) * self.cfg.balance_rel_threshold
+    /// SMG 1.13's spill gate: whether `matched` carries clearly more than the candidates'
+    /// mean load (see the module docs).
+    pub(crate) fn spills(
+        &self,
+        snap: &WorkerSnapshot,
+        cands: &[WorkerId],
+        matched: WorkerId,
+    ) -> bool {
+        spills(
+            cands.iter().map(|w| snap.load(*w)),
+            snap.load(matched),
+            self.cfg.balance_abs_threshold,
+            self.cfg.balance_rel_threshold,
+        )
     }
 
     pub(crate) fn pick(
@@ -88,7 +104,6 @@ impl CacheAware {
         cands: &[WorkerId],
         rng: &mut Rng,
     ) -> WorkerId {
-        let imbalanced = self.imbalanced(snap, cands);
         let Some(text) = req.hashes() else {
             return least_loaded(snap, cands, rng);
         };
@@ -96,13 +111,16 @@ impl CacheAware {
         let Some(model) = tree.model(req.model, snap) else {
             return least_loaded(snap, cands, rng);
         };
-        let choice = if imbalanced {
-            least_loaded(snap, cands, rng)
-        } else {
+        let choice = {
             let (matched, holders) = tree.longest_match(model, &text, cands);
             let rate = matched as f64 / text.text_len() as f64;
             if rate > self.cfg.cache_threshold && !holders.is_empty() {
-                least_loaded(snap, &holders, rng)
+                let holder = least_loaded(snap, &holders, rng);
+                if self.spills(snap, cands, holder) {
+                    least_loaded(snap, cands, rng)
+                } else {
+                    holder
+                }
             } else {
                 let idle: Vec<WorkerId> = cands
                     .iter()
@@ -116,6 +134,18 @@ impl CacheAware {
         tree.insert(model, &text, choice, usize::MAX);
         choice
     }
+}
+
+/// The spill gate on plain numbers: `load` against the mean of `loads` (see the module docs).
+pub(crate) fn spills(loads: impl Iterator<Item = u32>, load: u32, abs: u32, rel: f64) -> bool {
+    let (n, sum) = loads.fold((0u32, 0u64), |(n, s), l| (n + 1, s + u64::from(l)));
+    if n == 0 {
+        return false;
+    }
+    let mean = sum as f64 / f64::from(n);
+    let margin = f64::from(abs).min((2.0 * mean.sqrt()).max(4.0));
+    let load = f64::from(load);
+    load > mean + margin && load > mean * rel
 }
 
 /// A tenant's cached characters as a score (saturating: trees are bounded far below 4 GiB).

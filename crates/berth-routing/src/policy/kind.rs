@@ -24,11 +24,14 @@ pub enum PolicyKind {
     /// The least predicted time to first token; keyed requests pinned, moved only when
     /// staying is clearly slower (berth's own).
     TtftAware,
+    /// `ttft_aware` priced by what a session costs the fleet (KV working sets, queued
+    /// prefill, evictions): the recommendation for long agentic sessions (berth's own).
+    Agentic,
 }
 
 impl PolicyKind {
     /// Every policy, in documentation order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Random,
         Self::RoundRobin,
         Self::PowerOfTwo,
@@ -36,6 +39,7 @@ impl PolicyKind {
         Self::ConsistentHashing,
         Self::Manual,
         Self::TtftAware,
+        Self::Agentic,
     ];
 
     /// The wire name.
@@ -48,7 +52,19 @@ impl PolicyKind {
             Self::ConsistentHashing => "consistent_hashing",
             Self::Manual => "manual",
             Self::TtftAware => "ttft_aware",
+            Self::Agentic => "agentic",
         }
+    }
+
+    /// Whether the policy predicts time to first token and pins keys itself (`ttft_aware`
+    /// and `agentic`).
+    pub fn predicts_ttft(self) -> bool {
+        matches!(self, Self::TtftAware | Self::Agentic)
+    }
+
+    /// Whether the policy routes on the prompt text (keeps a prefix index).
+    pub fn reads_prompt(self) -> bool {
+        matches!(self, Self::CacheAware | Self::TtftAware | Self::Agentic)
     }
 }
 

@@ -6,6 +6,8 @@
 //! - `prefix_index.rs`: the approximate per-model prefix tree of `cache_aware` and `ttft_aware`.
 //! - `cache_aware.rs`: SMG's cache-aware rule.
 //! - `ttft.rs` (and `ttft/cost.rs`): `ttft_aware`, placement by predicted time to first token.
+//! - `ttft/agentic.rs` and `ttft/ledger.rs`: `agentic`, `ttft_aware` priced by what a session
+//!   costs the fleet (KV working sets from the session ledger, evictions).
 //!
 //! A policy picks one worker from the candidates the router computed (available workers that
 //! serve the request's model); it never sees unavailable workers, so it cannot return one.
@@ -23,6 +25,7 @@ pub use prefix_index::{
     CHUNK, COARSE_CHUNK, FINE_BYTES, IndexEviction, IndexStats, PrefixHasher, PrefixHashes,
     bytes_of_chunks, chunks_in_bytes,
 };
+pub use ttft::ledger::LedgerStats;
 pub use ttft::{CostModel, TtftConfig};
 
 use std::borrow::Cow;
@@ -69,6 +72,7 @@ pub(crate) enum Policy {
     PowerOfTwo,
     CacheAware(cache_aware::CacheAware),
     ConsistentHashing,
+    /// `ttft_aware`, and `agentic` (the same policy with its session ledger).
     TtftAware(ttft::TtftAware),
     /// `manual` places keyed requests through its assignment mode; what reaches `pick` is a
     /// keyless request the operator allowed, placed at random.
@@ -84,6 +88,7 @@ impl Policy {
             PolicyKind::CacheAware => Self::CacheAware(cache_aware::CacheAware::new(cache)),
             PolicyKind::ConsistentHashing => Self::ConsistentHashing,
             PolicyKind::TtftAware => Self::TtftAware(ttft::TtftAware::new(ttft, cache)),
+            PolicyKind::Agentic => Self::TtftAware(ttft::TtftAware::agentic(ttft, cache)),
             PolicyKind::Manual => Self::Manual,
         }
     }
@@ -108,6 +113,11 @@ impl Policy {
             Self::TtftAware(t) => Some(t.index_stats()),
             _ => None,
         }
+    }
+
+    /// What `agentic`'s session ledger holds, under that policy.
+    pub(crate) fn ledger_stats(&self) -> Option<ttft::ledger::LedgerStats> {
+        self.ttft().and_then(ttft::TtftAware::ledger_stats)
     }
 
     /// Picks one of `cands` (never anything else); `None` only when `cands` is empty.

@@ -29,7 +29,7 @@
 //! own = 0) + margin` for every other candidate. A pinned worker holds at least as much of its
 //! conversation as any other, so when its queue is not worse, no move could pay off.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::PickRequest;
@@ -37,11 +37,14 @@ use super::cache_aware::CacheAwareConfig;
 use super::prefix_index::{IndexStats, SharedIndex};
 use crate::{Rng, WorkerId, WorkerSnapshot, WorkerStats};
 
+mod agentic;
 pub mod cost;
+pub mod ledger;
 mod queue;
 
 pub use cost::CostModel;
 use cost::{FleetCost, Prediction, Streaming, TtftStats};
+use ledger::{Ledger, LedgerStats};
 
 /// Predictions this close to the best (absolute, ms, or relative) count as ties: a difference
 /// no client could notice must not decide, or an idle fleet would send everything to whichever
@@ -90,6 +93,13 @@ pub(crate) struct Estimate {
     pub(crate) prediction: Prediction,
     /// Characters the worker holds in the prefix index (the near-tie break: least cached).
     pub(crate) cached_chars: usize,
+    /// `agentic`: the tokens the worker's live sessions hold (the session ledger).
+    pub(crate) kv_set: f64,
+    /// The worker's KV capacity in tokens (infinite when it did not say).
+    pub(crate) kv_cap: f64,
+    /// The worker's prefill cost per token, ms (what an eviction costs when the evicted
+    /// tokens are sent again).
+    pub(crate) per_token_ms: f64,
 }
 
 /// Every candidate's prediction for one request, in candidate order.
@@ -99,6 +109,8 @@ pub(crate) struct Evaluation {
     pub(crate) with_text: bool,
     /// Prompt tokens (0 when unknown).
     pub(crate) prompt_tokens: f64,
+    /// Tokens of the prompt's prefix that every candidate holds (worth nothing to placement).
+    pub(crate) common_tokens: f64,
     pub(crate) estimates: Vec<Estimate>,
 }
 
@@ -116,6 +128,8 @@ pub(crate) struct TtftAware {
     cache_threshold: f64,
     index: SharedIndex,
     fleet: Arc<FleetCost>,
+    /// `agentic`'s session ledger (`None`: plain `ttft_aware`).
+    ledger: Option<Mutex<Ledger>>,
 }
 
 fn ms(now: Duration) -> f64 {
@@ -129,6 +143,34 @@ impl TtftAware {
             cache_threshold: cache.cache_threshold,
             index: SharedIndex::new(cache.index_budget_bytes, cache.max_tree_size),
             fleet: Arc::new(FleetCost::new(cfg.prior)),
+            ledger: None,
+        }
+    }
+
+    /// The `agentic` policy: `ttft_aware`'s model and pins with the session ledger and the
+    /// session-cost rules of `ttft/agentic.rs`.
+    pub(crate) fn agentic(cfg: TtftConfig, cache: CacheAwareConfig) -> Self {
+        Self {
+            ledger: Some(Mutex::new(Ledger::default())),
+            ..Self::new(cfg, cache)
+        }
+    }
+
+    /// What the session ledger holds (`agentic` only).
+    pub(crate) fn ledger_stats(&self) -> Option<LedgerStats> {
+        self.ledger
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(PoisonError::into_inner).stats())
+    }
+
+    /// Per candidate, the tokens its live sessions hold (zeros without a ledger).
+    fn working_sets(&self, cands: &[WorkerId]) -> Vec<f64> {
+        match &self.ledger {
+            Some(l) => {
+                let l = l.lock().unwrap_or_else(PoisonError::into_inner);
+                cands.iter().map(|w| l.working_set(*w) as f64).collect()
+            }
+            None => vec![0.0; cands.len()],
         }
     }
 
@@ -195,11 +237,14 @@ impl TtftAware {
             }
         };
         let prompt = text.as_ref().map_or(0.0, |t| t.text_len() as f64 / per);
+        let common = matched.iter().copied().min().unwrap_or(0) as f64 / per;
+        let sets = self.working_sets(cands);
         let estimates = cands
             .iter()
             .zip(matched)
             .zip(sizes)
-            .map(|((&w, m), cached_chars)| {
+            .zip(sets)
+            .map(|(((&w, m), cached_chars), kv_set)| {
                 let Some(stats) = snap.stats(w) else {
                     return Estimate {
                         worker: w,
@@ -210,6 +255,9 @@ impl TtftAware {
                             decoding: 0.0,
                         },
                         cached_chars,
+                        kv_set,
+                        kv_cap: f64::INFINITY,
+                        per_token_ms: fleet.per_token_ms,
                     };
                 };
                 let own = match &text {
@@ -224,12 +272,18 @@ impl TtftAware {
                     own_tokens: own,
                     prediction,
                     cached_chars,
+                    kv_set,
+                    kv_cap: stats
+                        .kv_capacity_tokens()
+                        .map_or(f64::INFINITY, |t| t as f64),
+                    per_token_ms: self.state(stats).model(fleet).per_token_ms,
                 }
             })
             .collect();
         Evaluation {
             with_text: text.is_some(),
             prompt_tokens: prompt,
+            common_tokens: common.min(prompt),
             estimates,
         }
     }
@@ -250,6 +304,9 @@ impl TtftAware {
     /// prefill work and evicts other prompts there, and when every worker is busy those copies
     /// feed on themselves.
     pub(crate) fn place(&self, eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
+        if self.ledger.is_some() {
+            return agentic::place(eval, rng);
+        }
         let fastest = self.best(eval, rng)?;
         let matched = |e: &Estimate| eval.prompt_tokens - e.own_tokens;
         let most = eval.estimates.iter().map(matched).fold(0.0, f64::max);
@@ -272,6 +329,9 @@ impl TtftAware {
         pinned: WorkerId,
         rng: &mut Rng,
     ) -> Option<WorkerId> {
+        if self.ledger.is_some() {
+            return agentic::move_target(&self.cfg, eval, pinned, rng);
+        }
         let stay = eval.of(pinned)?.prediction.ttft_ms;
         let others = eval.estimates.iter().filter(|e| e.worker != pinned);
         let to = best_of(others, rng)?;
@@ -325,6 +385,17 @@ impl TtftAware {
             }
         }
         let est = eval.of(chosen)?;
+        if let (Some(ledger), Some(key)) = (&self.ledger, req.key) {
+            let tokens = eval
+                .with_text
+                .then(|| (eval.prompt_tokens - eval.common_tokens).max(0.0) as u64);
+            let key = crate::sticky::scoped_key(key, req.model, crate::decision::Leg::Regular);
+            let now = u32::try_from(req.now.as_secs()).unwrap_or(u32::MAX);
+            ledger
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .record(key, chosen, tokens, now);
+        }
         let streaming = match req.stream {
             Some(true) => Streaming::Yes,
             Some(false) => Streaming::No,

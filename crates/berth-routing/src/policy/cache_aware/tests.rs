@@ -196,51 +196,138 @@ fn four_long_shared_prompts_use_all_four_workers() {
 }
 
 #[test]
-fn imbalance_needs_both_conditions() {
-    let cfg = CacheAwareConfig {
-        balance_abs_threshold: 4,
-        balance_rel_threshold: 1.5,
-        ..Default::default()
-    };
-    let t = text("shared prefix for the imbalance test ", 600);
+fn the_spill_gate_compares_with_the_mean_and_caps_the_margin() {
+    // mean 5, margin min(64, max(4, 2 sqrt 5 = 4.47)) = 4.47: 10 > 9.47 and 10 > 7.5
+    assert!(spills([10, 0].into_iter(), 10, 64, 1.5));
+    // mean 9, margin 6: 10 is not > 15
+    assert!(!spills([10, 8].into_iter(), 10, 64, 1.5));
+    // mean 20, margin 8.9: 30 > 28.9 but not > 20 x 1.5: both conditions are needed
+    assert!(!spills([30, 10].into_iter(), 30, 64, 1.5));
+    // mean 18, margin 8.5: 30 > 26.5 and 30 > 27
+    assert!(spills([30, 6].into_iter(), 30, 64, 1.5));
+    // the old max-min > 64 rule would never trip here: 24 requests on one of four workers
+    assert!(spills([24, 0, 0, 0].into_iter(), 24, 64, 1.5));
+    // a flag under 4 is the margin: mean 3.5, margin 2, 6 > 5.5 and 6 > 5.25
+    assert!(spills([6, 1].into_iter(), 6, 2, 1.5));
+    assert!(
+        !spills([6, 1].into_iter(), 6, 4, 1.5),
+        "margin 4: 6 is not > 7.5"
+    );
+    // at a large mean the margin is two standard deviations: mean 80, margin 17.9
+    assert!(spills([140, 60, 60, 60].into_iter(), 140, 64, 1.5));
+    // mean 76.75, margin 17.5 (not 64): 97 > 94.3 spills, 93 (mean 75.75, 93.2) does not
+    assert!(spills([97, 70, 70, 70].into_iter(), 97, 64, 1.0));
+    assert!(!spills([93, 70, 70, 70].into_iter(), 93, 64, 1.0));
+    assert!(!spills(std::iter::empty(), 5, 64, 1.5));
+}
+
+#[test]
+fn a_spilled_match_goes_to_the_least_loaded_worker() {
+    let t = text("shared prefix for the spill test ", 600);
     let mut rng = Rng::seeded(2);
     let held_by_0 = || {
-        let ca = CacheAware::new(cfg);
+        let ca = CacheAware::new(CacheAwareConfig::default());
         hold(&ca, &t, 0);
         ca
     };
-    // 10 - 0 > 4 and 10 > 0 x 1.5: imbalanced, the least loaded takes it despite the prefix
+    // mean 5: the holder spills, the least loaded takes it despite the prefix
     assert_eq!(
         held_by_0().pick(&unkeyed(&t), &fleet(&[10, 0]), &ids(2), &mut rng),
         WorkerId(1)
     );
-    // 10 - 8 = 2, not > 4: balanced, the prefix decides
+    // within the margin: the prefix decides
     assert_eq!(
         held_by_0().pick(&unkeyed(&t), &fleet(&[10, 8]), &ids(2), &mut rng),
         WorkerId(0)
     );
-    // 30 - 24 = 6 > 4, but 30 is not > 24 x 1.5 = 36: balanced
-    assert_eq!(
-        held_by_0().pick(&unkeyed(&t), &fleet(&[30, 24]), &ids(2), &mut rng),
-        WorkerId(0)
-    );
-    // 30 - 10 > 4 and 30 > 15: imbalanced
     assert_eq!(
         held_by_0().pick(&unkeyed(&t), &fleet(&[30, 10]), &ids(2), &mut rng),
-        WorkerId(1)
+        WorkerId(0)
     );
-    // the holder being the least loaded one keeps it, imbalanced or not
+    // the holder being the least loaded one keeps it
     assert_eq!(
         held_by_0().pick(&unkeyed(&t), &fleet(&[0, 30]), &ids(2), &mut rng),
         WorkerId(0)
     );
-    // the chosen worker becomes a tenant even when the imbalance decided
+    // the chosen worker becomes a tenant even when the gate decided
     let ca = held_by_0();
     ca.pick(&unkeyed(&t), &fleet(&[10, 0]), &ids(2), &mut rng);
     let mut index = ca.index.lock();
     let model = index.model_named("");
     let (_, holders) = index.longest_match(model, &PrefixHashes::of(&t), &ids(2));
     assert_eq!(holders.len(), 2);
+}
+
+/// Issue #21's herd: every session of a coding agent opens with the same long prefix (system
+/// prompt and tools), so every new session matches it above the threshold on whichever worker
+/// first held it. Under the old max-min > 64 rule one worker took all of them; under SMG 1.13's
+/// spill gate no worker goes past the mean plus the margin (`max(4, 2 sqrt(mean))`), the
+/// spilled-to workers become holders too, and a session's later turns still follow its own
+/// history. (The gate bounds the herd at the natural swing; it does not balance: with 16 in
+/// flight on 4 workers, two workers at 8 each are within it.)
+#[test]
+fn the_universal_prefix_does_not_herd() {
+    for seed in 0..10 {
+        let ca = CacheAware::new(CacheAwareConfig::default());
+        let stats: Vec<Arc<WorkerStats>> = (0..4).map(|_| Arc::default()).collect();
+        let snap = WorkerSnapshot::new(
+            (0..4)
+                .map(|i| WorkerEntry {
+                    id: WorkerId(i),
+                    url: format!("http://w{i}").into(),
+                    models: vec![],
+                    available: true,
+                    stats: stats[i as usize].clone(),
+                })
+                .collect(),
+        );
+        let mut rng = Rng::seeded(seed);
+        let shared = text("You are a coding agent. Tools: read, edit, run. ", 6000);
+        let mut histories: Vec<Vec<u8>> = Vec::new();
+        let mut home: Vec<Option<WorkerId>> = Vec::new();
+        let mut in_flight: std::collections::VecDeque<WorkerId> = Default::default();
+        let (mut served, mut followed, mut later) = ([0u32; 4], 0u32, 0u32);
+        // 32 sessions open one after another, then take turns; 16 requests stay in flight
+        for step in 0..160usize {
+            let s = if step < 32 { step } else { step % 32 };
+            if s == histories.len() {
+                let mut h = shared.clone();
+                h.extend(text(&format!("session {s} task: fix bug {s}. "), 1500));
+                histories.push(h);
+                home.push(None);
+            } else {
+                let turn = text(&format!("turn {step} of session {s}, tool output. "), 400);
+                histories[s].extend(turn);
+            }
+            let w = ca.pick(&unkeyed(&histories[s]), &snap, &ids(4), &mut rng);
+            served[w.0 as usize] += 1;
+            if let Some(prev) = home[s] {
+                later += 1;
+                followed += u32::from(prev == w);
+            }
+            home[s] = Some(w);
+            stats[w.0 as usize].begin();
+            in_flight.push_back(w);
+            if in_flight.len() > 16 {
+                let done = in_flight.pop_front().unwrap();
+                stats[done.0 as usize].end();
+            }
+            // 17 in flight now, mean 4.25, margin 4.12: nobody past 8.4 + the one just sent
+            let most = stats.iter().map(|s| s.in_flight()).max().unwrap();
+            assert!(
+                most <= 9,
+                "seed {seed} step {step}: {most} in flight on one worker"
+            );
+        }
+        assert!(
+            served.iter().filter(|&&n| n > 0).count() >= 2,
+            "seed {seed}: {served:?}"
+        );
+        assert!(
+            f64::from(followed) / f64::from(later) > 0.7,
+            "seed {seed}: turns follow their session ({followed} of {later})"
+        );
+    }
 }
 
 #[test]

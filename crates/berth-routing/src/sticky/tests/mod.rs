@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+mod agentic;
 mod config;
 mod counters;
 mod eviction;

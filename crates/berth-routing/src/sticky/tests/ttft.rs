@@ -20,12 +20,12 @@ fn ttft() -> Router {
 }
 
 /// `tokens` tokens of text no other call shares (4 characters each, 32-byte aligned).
-fn fresh(tag: &str, tokens: usize) -> String {
+pub(super) fn fresh(tag: &str, tokens: usize) -> String {
     let unit = format!("{tag:<16}").replace(' ', "_");
     unit.repeat(tokens * 4 / unit.len() + 1)[..tokens * 4].to_owned()
 }
 
-fn route(
+pub(super) fn route(
     r: &Router,
     snap: &WorkerSnapshot,
     key: Option<&str>,
@@ -46,7 +46,7 @@ fn route(
 }
 
 /// Every worker but `w` (to force placements onto `w`).
-fn all_but(w: WorkerId, n: u32) -> Vec<WorkerId> {
+pub(super) fn all_but(w: WorkerId, n: u32) -> Vec<WorkerId> {
     (0..n).map(WorkerId).filter(|x| *x != w).collect()
 }
 

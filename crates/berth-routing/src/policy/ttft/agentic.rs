@@ -1,0 +1,85 @@
+//! `agentic` (berth's own, issue #21): `ttft_aware`'s cost model and pins, with placement and
+//! moves priced by what a session costs the fleet, for long agentic sessions near saturation.
+//!
+//! Per candidate `w`, for a prompt of `P` tokens of which `own(w)` are not cached on `w`:
+//!
+//! ```text
+//! overflow(w) = max(0, working_set(w) + own(w) - kv_capacity(w))
+//! cost(w)     = TTFT(w) + per_token(w) x overflow(w)
+//! ```
+//!
+//! `TTFT(w)` is `ttft_aware`'s prediction (its queued prefill, the prompt's uncached tokens,
+//! the requests decoding); `working_set(w)` is the tokens `w`'s live sessions hold (the session
+//! ledger, `ledger.rs`: each keyed session's last prompt minus the prefix every candidate
+//! holds); the overflow is what the prompt would evict there, priced as the prefill that
+//! sending those tokens again will cost. A prefix every candidate holds is the same on every
+//! worker, so it decides nothing and is not counted in working sets.
+//!
+//! - **New sessions and keyless requests** go to the least `cost`; near-ties (within 1 ms or
+//!   1%) to the least working set (the most free KV), then at random. There is no "holder
+//!   wins" rule: holding the prompt counts only as the prefill it saves.
+//! - **A pinned session moves** only when staying is clearly worse than re-prefilling its whole
+//!   history on the best other worker *and* the eviction that copy causes there:
+//!   `TTFT(pinned) > move_factor x cost(other) + move_margin_ms` (`cost(other)` holds the
+//!   history's recompute in `own(other)` and the eviction in `overflow(other)`), at most once
+//!   per `move_interval_secs`.
+//! - **Imbalance** is read in prefill work (the queued tokens in `TTFT`) and KV occupancy (the
+//!   overflow), not in requests in flight.
+
+use super::{Estimate, Evaluation, TIE_MS, TIE_REL, TtftConfig};
+use crate::{Rng, WorkerId};
+
+/// Tokens the prompt would evict on `e`'s worker.
+fn overflow(e: &Estimate) -> f64 {
+    (e.kv_set + e.own_tokens - e.kv_cap).max(0.0)
+}
+
+/// What sending the request to `e`'s worker costs, ms.
+pub(crate) fn cost(e: &Estimate) -> f64 {
+    e.prediction.ttft_ms + e.per_token_ms * overflow(e)
+}
+
+/// The least-cost estimate; near-ties to the least working set, then at random.
+fn cheapest<'a>(
+    estimates: impl Iterator<Item = &'a Estimate> + Clone,
+    rng: &mut Rng,
+) -> Option<&'a Estimate> {
+    let best = estimates.clone().map(cost).min_by(f64::total_cmp)?;
+    let near = |e: &&Estimate| {
+        let c = cost(e);
+        c <= best + TIE_MS.max(best * TIE_REL) || c == best
+    };
+    let least = estimates
+        .clone()
+        .filter(near)
+        .map(|e| e.kv_set)
+        .min_by(f64::total_cmp)?;
+    let pool = || {
+        estimates
+            .clone()
+            .filter(near)
+            .filter(move |e| e.kv_set <= least)
+    };
+    let n = pool().count();
+    pool().nth(rng.below(n))
+}
+
+/// Where a request without a pin goes.
+pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
+    cheapest(eval.estimates.iter(), rng).map(|e| e.worker)
+}
+
+/// Where a session pinned to `pinned` moves, if staying is clearly worse than the move's whole
+/// cost elsewhere.
+pub(crate) fn move_target(
+    cfg: &TtftConfig,
+    eval: &Evaluation,
+    pinned: WorkerId,
+    rng: &mut Rng,
+) -> Option<WorkerId> {
+    let stay = eval.of(pinned)?.prediction.ttft_ms;
+    let to = cheapest(eval.estimates.iter().filter(|e| e.worker != pinned), rng)?;
+    (stay > cfg.move_factor * cost(to) + cfg.move_margin_ms).then_some(to.worker)
+}
+
+// Tests: `sticky/tests/agentic.rs` (scripted sequences on the router).

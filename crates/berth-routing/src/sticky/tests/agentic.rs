@@ -1,0 +1,164 @@
+//! `agentic` (issue #21) as scripted sequences on the pure router: no clock, no IO. Prompts are
+//! text at 4 characters per token; the prior is 10 ms + 0.1 ms per token + 0.5 ms per decoding
+//! request, and the move rule the default `stay > 2 x cost elsewhere + 200 ms`.
+
+use super::ttft::{all_but, fresh, route};
+use super::*;
+
+fn agentic() -> Router {
+    router(PolicyKind::Agentic, false, None)
+}
+
+/// Sends `text` (under `key`) to `w` only, and lets its prefill finish.
+fn settle(r: &Router, snap: &WorkerSnapshot, key: Option<&str>, text: &str, w: u32, n: u32) {
+    let mut rng = Rng::seeded(0);
+    let mut d = route(r, snap, key, text, &all_but(WorkerId(w), n), T0, &mut rng);
+    assert_eq!(d.worker, WorkerId(w));
+    d.lease.first_byte(T0, false);
+}
+
+/// Queues `n` unfinished keyless prefills of 1000 tokens on `w` (of 2 workers).
+fn queue_on(r: &Router, snap: &WorkerSnapshot, w: u32, n: usize, tag: &str) -> Vec<Decision> {
+    let mut rng = Rng::seeded(1);
+    (0..n)
+        .map(|i| {
+            let t = fresh(&format!("{tag} {i}"), 1000);
+            route(r, snap, None, &t, &all_but(WorkerId(w), 2), T0, &mut rng)
+        })
+        .collect()
+}
+
+#[test]
+fn a_prefix_every_worker_holds_decides_nothing_and_the_working_set_does() {
+    for seed in 0..10 {
+        let f = Fleet::new(4);
+        for s in &f.stats {
+            s.set_kv_capacity_tokens(100_000);
+        }
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let shared = fresh("system prompt and tools", 2000);
+        for w in 0..4 {
+            settle(&r, &snap, None, &shared, w, 4);
+        }
+        // live sessions: 3000 tokens of their own on 0, 1000 on 2, 2000 on 3, none on 1
+        for (key, w, own) in [("a", 0, 3000), ("b", 2, 1000), ("c", 3, 2000)] {
+            settle(
+                &r,
+                &snap,
+                Some(key),
+                &format!("{shared}{}", fresh(key, own)),
+                w,
+                4,
+            );
+        }
+        let stats = r.stats().agentic_ledger.unwrap();
+        assert_eq!(stats.sessions, 3);
+        // every worker holds the shared prefix and every queue is empty: the emptiest KV wins
+        let mut rng = Rng::seeded(seed);
+        let t = format!("{shared}{}", fresh("new session", 500));
+        let d = route(&r, &snap, Some("d"), &t, &[], T0, &mut rng);
+        assert_eq!(d.worker, WorkerId(1), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_worker_at_its_kv_capacity_is_priced_by_what_the_prompt_evicts() {
+    let group = fresh("group prefix", 1000);
+    let scenario = |cap: u64| {
+        let f = Fleet::new(2);
+        for s in &f.stats {
+            s.set_kv_capacity_tokens(cap);
+        }
+        let snap = f.snap(&[]);
+        let r = agentic();
+        // worker 0 holds the group prefix and a live session of 4000 tokens
+        settle(&r, &snap, None, &group, 0, 2);
+        settle(&r, &snap, Some("full"), &fresh("live session", 4000), 0, 2);
+        let t = format!("{group}{}", fresh("new session", 1500));
+        let mut rng = Rng::seeded(3);
+        route(&r, &snap, Some("new"), &t, &[], T0, &mut rng).worker
+    };
+    // KV of 4000 per worker: on 0 the prompt costs 10 + 0.1 x 1500 = 160 ms plus evicting
+    // 1500 tokens (150 ms); on 1, 10 + 0.1 x 2500 = 260 ms and evicts nothing
+    assert_eq!(scenario(4000), WorkerId(1));
+    // room for everything: the holder of the group prefix saves 100 ms of prefill
+    assert_eq!(scenario(1_000_000), WorkerId(0));
+}
+
+#[test]
+fn a_pinned_session_moves_only_when_staying_beats_re_prefill_plus_eviction() {
+    let f = Fleet::new(2);
+    f.stats[0].set_kv_capacity_tokens(1_000_000);
+    f.stats[1].set_kv_capacity_tokens(5000);
+    let snap = f.snap(&[]);
+    let r = agentic();
+    let mut history = fresh("a long agentic session", 3000);
+    settle(&r, &snap, Some("k"), &history, 0, 2);
+    // worker 1 carries another live session of 4000 tokens
+    settle(
+        &r,
+        &snap,
+        Some("other"),
+        &fresh("another session", 4000),
+        1,
+        2,
+    );
+    let mut rng = Rng::seeded(5);
+    let mut turn = |r: &Router, n: usize| {
+        history.push_str(&fresh(&format!("turn {n}"), 100));
+        let d = route(r, &snap, Some("k"), &history, &[], T0, &mut rng);
+        (d.worker, d.branch)
+    };
+    // 10,000 tokens queued on 0: staying costs 10 + 0.1 x 10,100 = 1020 ms. Moving re-prefills
+    // 3100 tokens on 1 (320 ms) and evicts 4000 + 3100 - 5000 = 2100 there (210 ms): 1020 <
+    // 2 x 530 + 200 = 1260, so it stays (ttft_aware, blind to the eviction, would move: 1020 >
+    // 2 x 320 + 200 = 840)
+    let held = queue_on(&r, &snap, 0, 10, "queue");
+    assert_eq!(turn(&r, 1), (WorkerId(0), Some(Branch::OccupiedHit)));
+    // 14,000 queued: 1420 ms > 2 x (10 + 320 + 220) + 200 = 1300 (turn 2 is 100 tokens longer: 1430 > 1300): staying is clearly worse
+    let more = queue_on(&r, &snap, 0, 4, "more");
+    assert_eq!(turn(&r, 2), (WorkerId(1), Some(Branch::TtftMove)));
+    drop((held, more));
+    // the ledger moved the session's tokens with it
+    let t = r.policy.ttft().unwrap();
+    let pick = crate::policy::PickRequest {
+        model: Some("m"),
+        now: T0,
+        ..Default::default()
+    };
+    let e = t.evaluate(&pick, &snap, &[WorkerId(0), WorkerId(1)]);
+    assert_eq!(e.estimates[0].kv_set, 0.0);
+    assert!(e.estimates[1].kv_set > 7000.0, "{:?}", e.estimates[1]);
+}
+
+/// The universal-prefix herd under `agentic`: sixteen sessions of one coding agent arrive at
+/// once, each opening with the same 2000-token prefix. Every placement adds its prefill to its
+/// worker's queue and its tokens to that worker's working set, so the fleet shares them evenly.
+#[test]
+fn sessions_sharing_one_prefix_spread_over_the_fleet() {
+    for seed in 0..10 {
+        let f = Fleet::new(4);
+        for s in &f.stats {
+            s.set_kv_capacity_tokens(20_000);
+        }
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let shared = fresh("system prompt and tools", 2000);
+        let mut rng = Rng::seeded(seed);
+        let mut served = [0u32; 4];
+        let held: Vec<Decision> = (0..16)
+            .map(|i| {
+                let t = format!("{shared}{}", fresh(&format!("session {i}"), 1000));
+                let d = route(&r, &snap, Some(&format!("s{i}")), &t, &[], T0, &mut rng);
+                served[d.worker.0 as usize] += 1;
+                d
+            })
+            .collect();
+        assert!(
+            served.iter().all(|&n| (3..=5).contains(&n)),
+            "seed {seed}: {served:?}"
+        );
+        drop(held);
+    }
+}

@@ -108,7 +108,8 @@ for TRACE in "$@"; do
                 case $routing in header) mode=smg_routing_key ;; *) mode=none ;; esac
                 start_sims 4 "$kv" "$TSCALE" "$prefill"
                 start_router "$router" "$policy" ${extra//,/ }
-                bench "$GW" "$mode" "$OUT/art" && row_line "$row" "$OUT/art" >>"$tsv"
+                art="$OUT/art/$name-$lname-${row//[:,]/_}-$run"
+                bench "$GW" "$mode" "$art" && row_line "$row" "$art" >>"$tsv"
                 stop_all
             done
         done

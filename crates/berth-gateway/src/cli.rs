@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, num_args = 1..)]
     pub worker_urls: Vec<String>,
     /// Routing policy: random, round_robin, power_of_two, cache_aware, consistent_hashing, manual,
-    /// ttft_aware [default: cache_aware].
+    /// ttft_aware, agentic [default: cache_aware].
     #[arg(long)]
     pub policy: Option<String>,
     /// Pin keyed requests (body rid or routing-key header) on top of any policy.
@@ -64,11 +64,13 @@ pub struct Args {
     /// cache_aware: prefix-match ratio above which the best-matching worker wins [default: 0.3].
     #[arg(long)]
     pub cache_threshold: Option<f64>,
-    /// cache_aware: absolute load gap that triggers load balancing [default: 64].
+    /// cache_aware: spill gate, requests in flight above the mean (capped at max(4, 2 sqrt(mean)))
+    /// past which the matched worker spills to the least loaded [default: 64].
     #[arg(long, alias = "spill-abs-threshold")]
     #[serde(alias = "spill-abs-threshold")]
     pub balance_abs_threshold: Option<u32>,
-    /// cache_aware: relative load ratio that triggers load balancing [default: 1.5].
+    /// cache_aware: spill gate, multiple of the mean load past which the matched worker spills
+    /// [default: 1.5].
     #[arg(long, alias = "spill-rel-threshold")]
     #[serde(alias = "spill-rel-threshold")]
     pub balance_rel_threshold: Option<f64>,

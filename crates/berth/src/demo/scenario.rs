@@ -25,7 +25,7 @@ pub(super) struct Scenario {
 }
 
 /// The original rows, baseline first.
-pub(super) const SCENARIOS: [Scenario; 6] = [
+pub(super) const SCENARIOS: [Scenario; 7] = [
     Scenario {
         label: "round_robin",
         policy: "round_robin",
@@ -69,6 +69,14 @@ pub(super) const SCENARIOS: [Scenario; 6] = [
         session_routing: "smg_routing_key",
         pd: false,
     },
+    // berth's recommendation for agentic traffic (issue #21): ttft_aware priced by sessions.
+    Scenario {
+        label: "agentic",
+        policy: "agentic",
+        routing_key_override: false,
+        session_routing: "smg_routing_key",
+        pd: false,
+    },
 ];
 
 /// The PD row (issue #10), after the original rows: `manual` on both legs of a fleet of 2
@@ -84,10 +92,10 @@ pub(super) const PD_SCENARIO: Scenario = Scenario {
 /// The agentic rows (issue #8), baseline first. A row whose policy this build's gateway does
 /// not know is left out at run time (see [`available`]), so a policy's row can be listed before
 /// the policy lands.
-pub(super) const AGENTIC_SCENARIOS: [Scenario; 6] = SCENARIOS;
+pub(super) const AGENTIC_SCENARIOS: [Scenario; 7] = SCENARIOS;
 
-/// The trace rows (issue #16): the same six policies on the replayed agentic coding trace.
-pub(super) const TRACE_SCENARIOS: [Scenario; 6] = SCENARIOS;
+/// The trace rows (issue #16): the same seven policies on the replayed agentic coding trace.
+pub(super) const TRACE_SCENARIOS: [Scenario; 7] = SCENARIOS;
 
 /// Whether this build's gateway accepts `scenario`'s policy name.
 pub(super) fn available(scenario: &Scenario) -> bool {

@@ -20,9 +20,12 @@
 //!   wins" rule: holding the prompt counts only as the prefill it saves.
 //! - **A pinned session moves** only when staying is clearly worse than re-prefilling its whole
 //!   history on the best other worker *and* the eviction that copy causes there:
-//!   `TTFT(pinned) > move_factor x cost(other) + move_margin_ms` (`cost(other)` holds the
-//!   history's recompute in `own(other)` and the eviction in `overflow(other)`), at most once
-//!   per `move_interval_secs`.
+//!   `TTFT(pinned) > factor x cost(other) + move_margin_ms` (`cost(other)` holds the history's
+//!   recompute in `own(other)` and the eviction in `overflow(other)`), at most once per
+//!   `move_interval_secs`. The factor is `move_factor` when the pinned worker still holds the
+//!   whole history and falls towards 1 with the share of it the worker has evicted (the prefix
+//!   index, bounded by the worker's KV capacity, tells): a history that must be prefilled
+//!   again anyway loses nothing by moving, so only the costs decide.
 //! - **Imbalance** is read in prefill work (the queued tokens in `TTFT`) and KV occupancy (the
 //!   overflow), not in requests in flight.
 
@@ -77,9 +80,19 @@ pub(crate) fn move_target(
     pinned: WorkerId,
     rng: &mut Rng,
 ) -> Option<WorkerId> {
-    let stay = eval.of(pinned)?.prediction.ttft_ms;
+    let here = eval.of(pinned)?;
     let to = cheapest(eval.estimates.iter().filter(|e| e.worker != pinned), rng)?;
-    (stay > cfg.move_factor * cost(to) + cfg.move_margin_ms).then_some(to.worker)
+    let factor = 1.0 + (cfg.move_factor - 1.0) * held_share(eval, here);
+    (here.prediction.ttft_ms > factor * cost(to) + cfg.move_margin_ms).then_some(to.worker)
+}
+
+/// The share of the prompt `e`'s worker still holds (1 when the prompt is unknown).
+fn held_share(eval: &Evaluation, e: &Estimate) -> f64 {
+    if eval.prompt_tokens > 0.0 {
+        (1.0 - e.own_tokens / eval.prompt_tokens).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
 }
 
 // Tests: `sticky/tests/agentic.rs` (scripted sequences on the router).

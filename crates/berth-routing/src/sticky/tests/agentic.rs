@@ -162,3 +162,28 @@ fn sessions_sharing_one_prefix_spread_over_the_fleet() {
         drop(held);
     }
 }
+
+#[test]
+fn a_session_its_worker_evicted_moves_on_costs_alone() {
+    let f = Fleet::new(2);
+    // worker 0's KV holds 1000 tokens: of a 3000-token history it keeps at most the first 1000
+    f.stats[0].set_kv_capacity_tokens(1000);
+    f.stats[1].set_kv_capacity_tokens(1_000_000);
+    let snap = f.snap(&[]);
+    let r = agentic();
+    let mut history = fresh("a session bigger than its worker's KV", 3000);
+    settle(&r, &snap, Some("k"), &history, 0, 2);
+    let mut rng = Rng::seeded(8);
+    let mut turn = |n: usize| {
+        history.push_str(&fresh(&format!("turn {n}"), 100));
+        let d = route(&r, &snap, Some("k"), &history, &[], T0, &mut rng);
+        (d.worker, d.branch)
+    };
+    // empty queues: staying (10 + 0.1 x 2100 = 220 ms) is not worse than moving (320 ms)
+    assert_eq!(turn(1), (WorkerId(0), Some(Branch::OccupiedHit)));
+    // 5000 tokens queued on 0: staying costs at most 10 + 0.1 x (5000 + 3200) = 830 ms, under
+    // ttft_aware's 2 x 330 + 200 = 860; but 0 holds at most a third of the history, so the
+    // factor is at most 1 + 1000 / 3200 and the bar at most 1.31 x 330 + 200 = 633 ms
+    let _held = queue_on(&r, &snap, 0, 5, "queue");
+    assert_eq!(turn(2), (WorkerId(1), Some(Branch::TtftMove)));
+}

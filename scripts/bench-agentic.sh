@@ -61,7 +61,8 @@ start_router() { # router policy [extra router flags]
     case $r in
     berth | nginx)
         "$BIN" serve --host 127.0.0.1 --port "$gw" --worker-urls "${URLS[@]}" --policy "$p" \
-            --log-level warn "$@" >"$OUT/gateway.log" 2>&1 &
+            --prometheus-host 127.0.0.1 --prometheus-port $((BASE + 11)) --log-level warn "$@" \
+            >"$OUT/gateway.log" 2>&1 &
         PIDS+=($!)
         wait_http "http://127.0.0.1:$gw/readiness" ;;
     smg)

@@ -389,7 +389,7 @@ impl TtftAware {
             let tokens = eval
                 .with_text
                 .then(|| (eval.prompt_tokens - eval.common_tokens).max(0.0) as u64);
-            let key = crate::sticky::scoped_key(key, req.model, crate::decision::Leg::Regular);
+            let key = ledger::session_key(key, req.model);
             let now = u32::try_from(req.now.as_secs()).unwrap_or(u32::MAX);
             ledger
                 .lock()

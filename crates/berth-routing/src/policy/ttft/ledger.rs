@@ -30,6 +30,16 @@ struct Session {
     queued_at: u32,
 }
 
+/// The ledger's key of a session: its routing key within its model (a 128-bit hash).
+pub(crate) fn session_key(key: &str, model: Option<&str>) -> u128 {
+    let model = model.unwrap_or("");
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&(model.len() as u64).to_le_bytes());
+    h.update(model.as_bytes());
+    h.update(key.as_bytes());
+    h.digest128()
+}
+
 /// What the ledger holds (for metrics).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LedgerStats {
@@ -207,6 +217,14 @@ mod tests {
         l.expire(5001 + LIVE_SECS);
         assert_eq!(l.working_set(B), 0);
         assert!(l.expiry.is_empty());
+    }
+
+    #[test]
+    fn sessions_are_keyed_by_key_within_model() {
+        assert_eq!(session_key("k", Some("m")), session_key("k", Some("m")));
+        assert_ne!(session_key("k", Some("m")), session_key("k", Some("n")));
+        assert_ne!(session_key("k", None), session_key("j", None));
+        assert_ne!(session_key("mk", Some("")), session_key("k", Some("m")));
     }
 
     #[test]

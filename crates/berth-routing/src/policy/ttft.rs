@@ -386,15 +386,14 @@ impl TtftAware {
         }
         let est = eval.of(chosen)?;
         if let (Some(ledger), Some(key)) = (&self.ledger, req.key) {
-            let tokens = eval
-                .with_text
-                .then(|| (eval.prompt_tokens - eval.common_tokens).max(0.0) as u64);
+            let prompt = eval.with_text.then_some(eval.prompt_tokens as u64);
+            let held = (eval.prompt_tokens - est.own_tokens).max(eval.common_tokens);
             let key = ledger::session_key(key, req.model);
-            let now = u32::try_from(req.now.as_secs()).unwrap_or(u32::MAX);
+            let now = u64::try_from(req.now.as_millis()).unwrap_or(u64::MAX);
             ledger
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .record(key, chosen, tokens, now);
+                .record(key, chosen, prompt, held.max(0.0) as u64, now);
         }
         let streaming = match req.stream {
             Some(true) => Streaming::Yes,

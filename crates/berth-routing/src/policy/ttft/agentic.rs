@@ -10,8 +10,8 @@
 //!
 //! `TTFT(w)` is `ttft_aware`'s prediction (its queued prefill, the prompt's uncached tokens,
 //! the requests decoding); `working_set(w)` is the tokens `w`'s live sessions hold (the session
-//! ledger, `ledger.rs`: each keyed session's last prompt minus the prefix every candidate
-//! holds); the overflow is what the prompt would evict there, priced as the prefill that
+//! ledger, `ledger.rs`: each live keyed session's last prompt less the prefix its worker
+//! already held from other sessions); the overflow is what the prompt would evict there, priced as the prefill that
 //! sending those tokens again will cost. A prefix every candidate holds is the same on every
 //! worker, so it decides nothing and is not counted in working sets.
 //!

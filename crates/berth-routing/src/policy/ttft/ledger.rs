@@ -2,20 +2,34 @@
 //!
 //! A live session keeps its whole history resident on its worker (its next turn resends it), so
 //! what a worker must hold is the sum of its live sessions' last prompt sizes: its *working
-//! set*. The ledger keeps, per keyed session, its worker and its last prompt's tokens, and per
-//! worker the sum. A session counts as live until [`LIVE_SECS`] after its last turn (a coding
-//! agent's human pauses last minutes); a worker change moves its tokens with it.
+//! set*. A prefix several sessions share is held once, so a session counts only what it added:
+//! its last prompt less its *base*, the prefix of its first prompt its worker already held from
+//! other sessions (a system prompt, a parent agent's conversation). The ledger keeps, per keyed
+//! session, its worker, base and counted tokens, and per worker the sum; a worker change moves
+//! the session's tokens with it.
+//!
+//! A session counts as live until it has been idle for [`LIVE_GAPS`] times the fleet's typical
+//! gap between a session's turns (an exponentially weighted mean of the gaps observed), within
+//! [`MIN_LIVE_MS`] and [`MAX_LIVE_MS`] (the upper bound before any gap was seen): sessions that
+//! ended stop counting about as fast as the traffic turns over, whether turns come every 200 ms
+//! or every minute.
 //!
 //! Bounded: at most [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
 //! expiry queue at most [`QUEUE_PER_SESSION`] entries per session (a session is queued again
-//! only after a quarter of [`LIVE_SECS`]). Pure: times are seconds the caller passes.
+//! only after a quarter of the live window). Pure: times are milliseconds the caller passes.
 
 use std::collections::{HashMap, VecDeque};
 
 use crate::WorkerId;
 
-/// A session stops counting this long after its last turn.
-pub const LIVE_SECS: u32 = 600;
+/// A session stops counting once idle for this many typical gaps between turns...
+pub const LIVE_GAPS: f64 = 4.0;
+/// ...but never sooner than this (ms)...
+pub const MIN_LIVE_MS: u64 = 1_000;
+/// ...nor later than this (ms; also the window before any gap was seen).
+pub const MAX_LIVE_MS: u64 = 600_000;
+/// Weight of the newest gap in the typical gap.
+const GAP_RATE: f64 = 0.05;
 /// Sessions the ledger remembers at most.
 pub const MAX_SESSIONS: usize = 1 << 16;
 /// Expiry queue entries per remembered session at most.
@@ -24,10 +38,13 @@ const QUEUE_PER_SESSION: usize = 5;
 #[derive(Debug, Clone, Copy)]
 struct Session {
     worker: WorkerId,
+    /// Tokens counted: the last prompt less `base`.
     tokens: u64,
-    last_used: u32,
+    /// Prefix tokens of the first prompt its worker already held from other sessions.
+    base: u64,
+    last_used: u64,
     /// When the session was last pushed on the expiry queue.
-    queued_at: u32,
+    queued_at: u64,
 }
 
 /// The ledger's key of a session: its routing key within its model (a 128-bit hash).
@@ -55,7 +72,9 @@ pub(crate) struct Ledger {
     sessions: HashMap<u128, Session>,
     per_worker: HashMap<WorkerId, u64>,
     /// (session, when queued), oldest first.
-    expiry: VecDeque<(u128, u32)>,
+    expiry: VecDeque<(u128, u64)>,
+    /// The typical gap between a session's turns, ms (none seen yet: `None`).
+    gap_ms: Option<f64>,
     dropped_full: u64,
 }
 
@@ -91,17 +110,25 @@ impl Ledger {
         }
     }
 
-    /// Drops the sessions idle for [`LIVE_SECS`] at `now`.
-    pub(crate) fn expire(&mut self, now: u32) {
+    /// How long an idle session still counts, ms.
+    pub(crate) fn live_window_ms(&self) -> u64 {
+        self.gap_ms.map_or(MAX_LIVE_MS, |g| {
+            ((g * LIVE_GAPS) as u64).clamp(MIN_LIVE_MS, MAX_LIVE_MS)
+        })
+    }
+
+    /// Drops the sessions idle for the live window at `now`.
+    pub(crate) fn expire(&mut self, now: u64) {
+        let window = self.live_window_ms();
         while let Some(&(key, at)) = self.expiry.front() {
-            if now.saturating_sub(at) < LIVE_SECS {
+            if now.saturating_sub(at) < window {
                 break;
             }
             self.expiry.pop_front();
             let Some(s) = self.sessions.get_mut(&key).filter(|s| s.queued_at == at) else {
                 continue; // a stale entry: the session was queued again or forgotten
             };
-            if now.saturating_sub(s.last_used) >= LIVE_SECS {
+            if now.saturating_sub(s.last_used) >= window {
                 self.forget(key);
             } else {
                 // used since it was queued without being queued again: due from its last use
@@ -111,20 +138,39 @@ impl Ledger {
         }
     }
 
-    /// Session `key`'s turn went to `w` at `now`; `tokens` is its prompt (`None`: unknown, the
-    /// last known size stays).
-    pub(crate) fn record(&mut self, key: u128, w: WorkerId, tokens: Option<u64>, now: u32) {
+    /// Session `key`'s turn went to `w` at `now`; `prompt` is its prompt's tokens (`None`:
+    /// unknown, the last known size stays), `held` how many of them `w` already held (the
+    /// session's base when this is its first turn).
+    pub(crate) fn record(
+        &mut self,
+        key: u128,
+        w: WorkerId,
+        prompt: Option<u64>,
+        held: u64,
+        now: u64,
+    ) {
+        let prev = self.sessions.get(&key).copied();
+        if let Some(p) = prev {
+            let gap = now.saturating_sub(p.last_used) as f64;
+            self.gap_ms = Some(self.gap_ms.map_or(gap, |g| g + GAP_RATE * (gap - g)));
+        }
         self.expire(now);
         let prev = self.sessions.get(&key).copied();
         if prev.is_none() && self.sessions.len() >= MAX_SESSIONS {
             self.drop_oldest();
         }
-        let tokens = tokens.or(prev.map(|p| p.tokens)).unwrap_or(0);
+        let base = prev.map_or(held, |p| p.base);
+        let tokens = match (prompt, prev) {
+            (Some(t), _) => t.saturating_sub(base),
+            (None, Some(p)) => p.tokens,
+            (None, None) => 0,
+        };
         if let Some(p) = prev {
             self.sub(p.worker, p.tokens);
         }
         self.add(w, tokens);
-        let requeue = prev.is_none_or(|p| now.saturating_sub(p.queued_at) >= LIVE_SECS / 4);
+        let window = self.live_window_ms();
+        let requeue = prev.is_none_or(|p| now.saturating_sub(p.queued_at) >= window / 4);
         let queued_at = if requeue {
             now
         } else {
@@ -135,6 +181,7 @@ impl Ledger {
             Session {
                 worker: w,
                 tokens,
+                base,
                 last_used: now,
                 queued_at,
             },
@@ -172,51 +219,69 @@ mod tests {
     #[test]
     fn a_session_counts_its_last_prompt_on_its_worker() {
         let mut l = Ledger::default();
-        l.record(1, A, Some(1000), 0);
-        l.record(2, A, Some(500), 1);
-        l.record(3, B, Some(700), 1);
+        l.record(1, A, Some(1000), 0, 0);
+        l.record(2, A, Some(500), 0, 1);
+        l.record(3, B, Some(700), 0, 1);
         assert_eq!((l.working_set(A), l.working_set(B)), (1500, 700));
         // the next turn replaces the last size, it does not add to it
-        l.record(1, A, Some(1200), 2);
+        l.record(1, A, Some(1200), 0, 2);
         assert_eq!(l.working_set(A), 1700);
         // an unread turn keeps the size
-        l.record(1, A, None, 3);
+        l.record(1, A, None, 0, 3);
         assert_eq!(l.working_set(A), 1700);
         // a move takes the session's tokens along
-        l.record(1, B, Some(1300), 4);
+        l.record(1, B, Some(1300), 0, 4);
         assert_eq!((l.working_set(A), l.working_set(B)), (500, 2000));
         assert_eq!(l.stats().sessions, 3);
     }
 
     #[test]
+    fn a_prefix_its_worker_held_is_counted_once() {
+        let mut l = Ledger::default();
+        // the first session brings a 2000-token system prompt; two more reuse it
+        l.record(1, A, Some(2500), 0, 0);
+        l.record(2, A, Some(2300), 2000, 0);
+        l.record(3, A, Some(2800), 2000, 0);
+        assert_eq!(l.working_set(A), 2500 + 300 + 800);
+        // later turns count what they add past the base; `held` only sets the base once
+        l.record(2, A, Some(2600), 2600, 1);
+        assert_eq!(l.working_set(A), 2500 + 600 + 800);
+        // a move carries the counted tokens to the new worker
+        l.record(3, B, Some(2900), 0, 2);
+        assert_eq!((l.working_set(A), l.working_set(B)), (3100, 900));
+    }
+
+    #[test]
     fn idle_sessions_stop_counting() {
         let mut l = Ledger::default();
-        l.record(1, A, Some(1000), 0);
-        l.record(2, A, Some(400), 0);
-        // session 2 keeps talking (more often than the requeue period), session 1 goes quiet
-        for t in (10..=LIVE_SECS + 100).step_by(10) {
-            l.record(2, A, Some(400), t);
+        assert_eq!(l.live_window_ms(), MAX_LIVE_MS, "no gap seen yet");
+        l.record(1, A, Some(1000), 0, 0);
+        l.record(2, A, Some(400), 0, 0);
+        // session 2 takes a turn every 500 ms: 4 gaps make a 2 s window; session 1 went quiet
+        for t in (500..=5000).step_by(500) {
+            l.record(2, A, Some(400), 0, t);
         }
-        l.expire(LIVE_SECS + 100);
+        assert_eq!(l.live_window_ms(), 2000);
         assert_eq!(l.working_set(A), 400);
         assert_eq!(l.stats().sessions, 1);
-        l.expire(3 * LIVE_SECS);
+        l.expire(7000);
         assert_eq!(l.working_set(A), 0);
         assert_eq!(l.stats().sessions, 0);
         assert!(l.expiry.is_empty());
         // a session used just after it was queued is still due from its last use
-        l.record(3, B, Some(10), 5000);
-        l.record(3, B, Some(20), 5001);
-        l.expire(5000 + LIVE_SECS);
-        assert_eq!(
-            l.working_set(B),
-            20,
-            "used at 5001: live until {}",
-            5001 + LIVE_SECS
-        );
-        l.expire(5001 + LIVE_SECS);
+        l.record(3, B, Some(10), 0, 10_000);
+        l.record(3, B, Some(20), 0, 10_400);
+        let w = l.live_window_ms();
+        l.expire(10_000 + w);
+        assert_eq!(l.working_set(B), 20, "used at 10,400: live for {w} ms more");
+        l.expire(10_400 + w);
         assert_eq!(l.working_set(B), 0);
         assert!(l.expiry.is_empty());
+        // the window stays within its bounds
+        for t in 0..200 {
+            l.record(4, A, Some(1), 0, 20_000 + t);
+        }
+        assert_eq!(l.live_window_ms(), MIN_LIVE_MS);
     }
 
     #[test]
@@ -231,7 +296,7 @@ mod tests {
     fn the_ledger_is_bounded() {
         let mut l = Ledger::default();
         for k in 0..(MAX_SESSIONS as u128 + 10) {
-            l.record(k, A, Some(1), 0);
+            l.record(k, A, Some(1), 0, 0);
         }
         assert_eq!(l.stats().sessions, MAX_SESSIONS);
         assert_eq!(l.stats().dropped_full, 10);

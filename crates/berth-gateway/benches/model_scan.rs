@@ -49,7 +49,7 @@ fn bench(c: &mut Criterion) {
                     let mut s = ModelScan::new();
                     // 16 KiB frames, as a client's body arrives.
                     for chunk in b.chunks(16 * 1024) {
-                        if s.feed(std::hint::black_box(chunk)).is_some() {
+                        if s.feed(std::hint::black_box(chunk)) {
                             break;
                         }
                     }

@@ -40,6 +40,7 @@ pub(crate) async fn regular(
         tokens,
         inspect_body,
         view,
+        nvext: _,
     } = prep;
     let facts = RouteFacts::new(
         endpoint,

@@ -14,7 +14,7 @@ use http::{Request, Response};
 
 use super::prepare::prepare;
 use super::respond::Body;
-use super::{Endpoint, dispatch, pd, session};
+use super::{Endpoint, dispatch, pd, scan_keys, session};
 use crate::error::GatewayError;
 use crate::request_body::ClientBody;
 use crate::state::AppState;
@@ -49,13 +49,17 @@ async fn forward(
     match &state.pd {
         None => {
             // A session close applies once the request has been answered (or refused), before
-            // its response goes back.
-            let session = prepared.inspected.session.clone().map(|(action, id)| {
+            // its response goes back. A streamed body's session control is seen by the scan as
+            // the body passes (a worker has read the whole body before it answers).
+            let known = prepared.inspected.session.clone();
+            let late = prepared.nvext.clone();
+            let scope = (known.is_some() || late.is_some()).then(|| {
                 let model = prepared.model().map(str::to_owned);
-                (action, id, model, Arc::clone(&prepared.view))
+                (model, Arc::clone(&prepared.view))
             });
             let resp = dispatch::regular(state, pool, endpoint, prepared, start).await;
-            if let Some((action, id, model, view)) = session {
+            let seen = known.or_else(|| late?.get().and_then(scan_keys::session_of));
+            if let (Some((action, id)), Some((model, view))) = (seen, scope) {
                 session::control(state, &view, action, &id, model.as_deref()).await;
             }
             resp

@@ -67,6 +67,7 @@ pub(crate) async fn dispatch(
         tokens,
         inspect_body,
         view,
+        nvext: _,
     } = prep;
     // `prepare` always reads the body in PD mode.
     let Held::Buffered(body) = held else {

@@ -197,3 +197,54 @@ proptest! {
         prop_assert_eq!(scan_chunks(&chunks), Found::Model(model));
     }
 }
+
+proptest! {
+    /// Any split of the body gives the same kept members, and each kept raw value parses to
+    /// the value serde_json reads at that top-level member.
+    #[test]
+    fn kept_members_are_serde_values_whatever_the_chunking(
+        members in proptest::collection::vec(
+            (
+                prop_oneof![
+                    Just("nvext"), Just("metadata"), Just("conversation"),
+                    Just("prompt_cache_key"), Just("messages"), Just("model"),
+                ],
+                prop_oneof![
+                    "[a-z \"{}\\[\\]:,\\\\]{0,12}".prop_map(serde_json::Value::String),
+                    any::<i32>().prop_map(serde_json::Value::from),
+                    "[a-z\"]{0,6}".prop_map(|s| serde_json::json!({"session_control": {"session_id": s, "x": [1, {"y": null}]}})),
+                    Just(serde_json::json!([true, false, "}"])),
+                ],
+            ),
+            0..6,
+        ),
+        cuts in proptest::collection::vec(0usize..300, 0..6),
+    ) {
+        let mut obj = serde_json::Map::new();
+        for (k, v) in &members {
+            obj.insert((*k).to_owned(), v.clone());
+        }
+        let body = serde_json::Value::Object(obj.clone()).to_string();
+        let bytes = body.as_bytes();
+        let mut points: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+        points.sort_unstable();
+        let mut chunks = Vec::new();
+        let mut last = 0;
+        for p in points {
+            chunks.push(&bytes[last..p]);
+            last = p;
+        }
+        chunks.push(&bytes[last..]);
+        let (kept, ended) = fields(&chunks);
+        let whole = fields(&[bytes]).0;
+        prop_assert_eq!(&kept, &whole);
+        for f in Field::ALL {
+            let got = kept.iter().find(|(k, _)| *k == f).map(|(_, v)| {
+                serde_json::from_str::<serde_json::Value>(v.as_deref().unwrap()).unwrap()
+            });
+            prop_assert_eq!(got.as_ref(), obj.get(f.name()), "{:?}", f);
+        }
+        let all_seen = Field::ALL.iter().all(|f| obj.contains_key(f.name()));
+        prop_assert!(ended || all_seen);
+    }
+}

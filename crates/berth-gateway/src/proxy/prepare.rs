@@ -129,9 +129,14 @@ pub(crate) async fn prepare(
         let bytes = read_body(body, max, deadline, &state.body_budget, length).await?;
         let read = inspect(&bytes, false).ok();
         let stream = read.as_ref().map(|i| i.stream);
-        // Routing sees nothing of the body, but its model is still checked.
+        // Routing sees nothing of the body, but its model is still checked (and its session
+        // control applied, as a streamed body's is).
+        let read = read.unwrap_or_default();
         let inspected = Inspected {
-            model: read.and_then(|i| i.model),
+            model: read.model,
+            session: read
+                .session
+                .filter(|_| state.router.watches_session_control()),
             ..Inspected::default()
         };
         (Held::Buffered(bytes), inspected, stream)

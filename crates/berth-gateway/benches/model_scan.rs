@@ -3,6 +3,12 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use berth_gateway::model_scan::{Field, ModelScan};
+
+/// The scan as it was before issue #19 kept key members (commit ba0eef1, unchanged but for its
+/// test module): the same-run baseline of `scan_before_keys`.
+#[path = "baseline/model_scan_ba0eef1.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod before;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 /// `quotes`: a quoted word in every sentence (pessimistic: each quote is escaped, and the scan
@@ -56,6 +62,21 @@ fn bench(c: &mut Criterion) {
                     s.finish().clone()
                 });
             });
+            g.bench_with_input(
+                BenchmarkId::new("scan_before_keys", &label),
+                &b,
+                |bench, b| {
+                    bench.iter(|| {
+                        let mut s = before::ModelScan::new();
+                        for chunk in b.chunks(16 * 1024) {
+                            if s.feed(std::hint::black_box(chunk)).is_some() {
+                                break;
+                            }
+                        }
+                        s.finish().clone()
+                    });
+                },
+            );
             g.bench_with_input(
                 BenchmarkId::new("touch_every_byte", &label),
                 &b,

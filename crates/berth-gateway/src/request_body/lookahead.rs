@@ -199,3 +199,50 @@ impl LateCheck {
         Ok(done)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Option<Vec<Arc<str>>> {
+        Some(vec![Arc::from("m")])
+    }
+
+    #[test]
+    fn the_late_check_watches_what_the_lookahead_left() {
+        // Model found and nvext not watched: nothing left.
+        let mut scan = ModelScan::new();
+        scan.feed(br#"{"model":"m","messages":["#);
+        assert!(LateCheck::new(scan, known(), None).is_none());
+        // nvext after the lookahead: published once the rest of the body shows it, split
+        // across frames.
+        let mut scan = ModelScan::new();
+        scan.want_only(true, &[Field::Nvext]);
+        scan.feed(br#"{"model":"m","messages":["#);
+        let slot = NvextSlot::default();
+        let mut late = LateCheck::new(scan, known(), Some(slot.clone())).unwrap();
+        assert_eq!(late.feed(br#""x"],"nvext":{"session_con"#), Ok(false));
+        assert!(slot.get().is_none());
+        assert_eq!(late.feed(br#"trol":{"action":"close"}}}"#), Ok(true));
+        assert_eq!(
+            slot.get(),
+            Some(&Kept::Raw(
+                br#"{"session_control":{"action":"close"}}"#.to_vec()
+            ))
+        );
+        // An unknown model after the lookahead is refused, with nvext still watched.
+        let mut scan = ModelScan::new();
+        scan.want_only(true, &[Field::Nvext]);
+        scan.feed(br#"{"messages":["#);
+        let mut late = LateCheck::new(scan, known(), Some(NvextSlot::default())).unwrap();
+        assert_eq!(
+            late.feed(br#""x"],"model":"other"}"#),
+            Err("other".to_owned())
+        );
+        // A body that ended in the lookahead leaves nothing to watch.
+        let mut scan = ModelScan::new();
+        scan.want_only(false, &[Field::Nvext]);
+        scan.feed(br#"{"messages":[]}"#);
+        assert!(LateCheck::new(scan, None, Some(NvextSlot::default())).is_none());
+    }
+}

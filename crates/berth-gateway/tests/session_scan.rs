@@ -174,3 +174,50 @@ async fn a_close_behind_a_header_key_is_seen_as_the_body_streams() {
     }
     g.gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_higher_ranked_member_later_in_the_body_still_wins() {
+    let w = sims(2).await;
+    let g = start(manual(&w)).await;
+    let pad = "z".repeat(300 << 10);
+    // prompt_cache_key first, nvext (ranked above it) after 300 KiB of messages: the scan does
+    // not route on the first member it sees, but on the list's order.
+    // (written by hand: serde_json's maps sort their keys)
+    let body = format!(
+        r#"{{"prompt_cache_key":"low","model":"sim-model","messages":[{{"role":"user","content":"{pad}"}}],"nvext":{{"session_control":{{"session_id":"high"}}}}}}"#
+    );
+    let json = [("content-type", &b"application/json"[..])];
+    let r = g
+        .client
+        .send(http::Method::POST, "/v1/chat/completions", &json, body)
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert!(pinned(&g, "high").await);
+    assert!(!pinned(&g, "low").await);
+    // An unknown previous_response_id (ranked above prompt_cache_key) gives no key: the next
+    // source does.
+    let body = json!({
+        "previous_response_id": "resp_never_seen",
+        "model": "sim-model",
+        "messages": [{"role": "user", "content": "hi"}],
+        "prompt_cache_key": "pck-wins",
+    });
+    assert_eq!(g.client.chat(&[], body).await.status, 200);
+    assert!(pinned(&g, "pck-wins").await);
+    let m = metrics(&g.gw).await;
+    assert_eq!(
+        sample(
+            &m,
+            r#"smg_routing_key_source_total{source="nvext_session_id"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &m,
+            r#"smg_routing_key_source_total{source="prompt_cache_key"}"#
+        ),
+        Some(1.0)
+    );
+    g.gw.shutdown().await;
+}

@@ -3,8 +3,8 @@
 //! Decide whether the body must be read (the core's `body_path`; `data_parallel_rank` when the
 //! worker view holds `<url>@<rank>` workers; always in PD mode, where the bootstrap fields are
 //! written into it), count it, and read it with the `--max-payload-size` limit, scan its
-//! first frames for a key member (`scanned`, `scan_keys.rs`), or leave it to stream. Then check its model against the workers (as they are once the body is in) and count
-//! the request.
+//! first frames for a key member (`scanned`, `scan_keys.rs`), or leave it to stream. Then check
+//! its model against the workers (as they are once the body is in) and count the request.
 
 use std::sync::Arc;
 
@@ -112,9 +112,9 @@ pub(crate) async fn prepare(
     if length.is_some_and(|n| n > max as u64) {
         return Err(GatewayError::PayloadTooLarge(max));
     }
-    // `stream` for the requests metric: `None` when the body was not read as a JSON object.
     // Where a streamed body's session control lands once the late scan sees it.
     let mut nvext = None;
+    // `stream` for the requests metric: `None` when the body was not read as a JSON object.
     let (held, inspected, stream) = if inspect_body {
         let bytes = read_body(body, max, deadline, &state.body_budget, length).await?;
         let text_policy = wants_text(state.config.router.policy)
@@ -166,7 +166,7 @@ pub(crate) async fn prepare(
         let inspected =
             scan_keys::inspected(&ahead.scan, ahead.model().map(str::to_owned), scanned);
         // A session control the scan has not seen yet is watched for as the body streams on.
-        if inspected.session.is_none() && watch {
+        if inspected.session.is_none() && watch && !ahead.scan.ended() {
             nvext = Some(NvextSlot::default());
         }
         let mut ahead = ahead;

@@ -6,6 +6,7 @@
 //! paths and hands keyed requests to the pinned path.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +18,11 @@ use crate::error::Error;
 use crate::key::HeaderSource;
 use crate::options::{RouterOptions, Stickiness, Validated};
 use crate::pin::{EvictionReason, PinTable};
-use crate::policy::{PickRequest, Policy, PolicyKind, PrefixHashes, policy_uses_routing_key};
+use crate::policy::feedback::{Expectation, Feedback};
+use crate::policy::{
+    Observation, PickRequest, Policy, PolicyKind, PrefixHashes, Prior, Report, Ticket,
+    policy_uses_routing_key,
+};
 use crate::rng::Rng;
 use crate::sticky::{Pinned, scoped_key};
 use crate::worker::{WorkerId, WorkerSnapshot};
@@ -28,14 +33,17 @@ pub struct Router {
     pub(crate) cfg: Validated,
     pub(crate) policy: Policy,
     pub(crate) pins: Arc<PinTable>,
+    pub(crate) feedback: Feedback,
 }
 
 impl Router {
     /// Validates `opts` and builds the router.
     pub fn new(opts: &RouterOptions) -> Result<Self, Error> {
         let cfg = opts.validate()?;
+        let policy = Policy::new(cfg.policy, cfg.cache, cfg.ttft);
         Ok(Self {
-            policy: Policy::new(cfg.policy, cfg.cache, cfg.ttft),
+            feedback: Feedback::new(cfg.feedback, &policy, cfg.cache.max_tree_size),
+            policy,
             pins: Arc::new(PinTable::new(cfg.max_sticky_keys)),
             cfg,
         })
@@ -164,7 +172,63 @@ impl Router {
                 *w != crate::pin::slots::NONE && cands.binary_search(&WorkerId(*w)).is_ok()
             })
         };
+        // a session whose last unread turn found less cached than its previous one left is
+        // read again, so the index learns what its worker lost (`--cache-feedback on`)
         pinned.is_some_and(|p| t.pinned_is_fine(snap, cands, WorkerId(p), now))
+            && !self.feedback.session_short(scoped)
+    }
+
+    /// Whether answers are read for their reported cached tokens (`--cache-feedback` not
+    /// `off`, and a policy with a prefix index).
+    pub fn reads_reports(&self) -> bool {
+        self.feedback.reads()
+    }
+
+    /// Compares an answer's reported cached tokens with what was predicted for its worker
+    /// (the ticket its lease carried) and, under `--cache-feedback on`, corrects the prefix
+    /// index and the worker's effective KV estimate. `None`: nothing to compare with.
+    pub fn observe_reported(
+        &self,
+        ticket: Ticket,
+        report: Report,
+        snap: &WorkerSnapshot,
+    ) -> Option<Observation> {
+        self.feedback.observe(&self.policy, ticket, report, snap)
+    }
+
+    /// The ticket of a decision for `worker`: the index's prediction (from `prior`, when the
+    /// policy left one) and the pinned session's key.
+    fn ticket(
+        &self,
+        prior: Option<OnceCell<Prior>>,
+        prefix: Option<&PrefixHashes>,
+        tokens_hint: bool,
+        worker: WorkerId,
+        lease: &Lease,
+    ) -> Option<Ticket> {
+        if !self.feedback.reads() {
+            return None;
+        }
+        let expectation =
+            prior
+                .and_then(OnceCell::into_inner)
+                .zip(prefix)
+                .map(|(prior, hashes)| Expectation {
+                    worker,
+                    hashes: hashes.clone(),
+                    prior,
+                    bytes_per_token: if tokens_hint {
+                        4.0
+                    } else {
+                        self.cfg.ttft.chars_per_token
+                    },
+                });
+        let session = lease.pin_key();
+        (expectation.is_some() || session.is_some()).then_some(Ticket {
+            worker,
+            expectation,
+            session,
+        })
     }
 
     /// Decides where one request goes. `now` is monotonic time since an epoch the caller keeps
@@ -210,6 +274,42 @@ impl Router {
             _ => None,
         };
         let prefix = req.prefix.or(hashed.as_ref());
+        let prior = (self.feedback.reads() && prefix.is_some()).then(OnceCell::new);
+        let mut decision = self.decide(
+            req,
+            text,
+            prefix,
+            prior.as_ref(),
+            key,
+            snap,
+            &cands,
+            now,
+            rng,
+        )?;
+        let ticket = self.ticket(
+            prior,
+            prefix,
+            req.tokens.is_some(),
+            decision.worker,
+            &decision.lease,
+        );
+        decision.lease.set_ticket(ticket);
+        Ok(decision)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decide(
+        &self,
+        req: &RouteRequest<'_>,
+        text: Option<&[u8]>,
+        prefix: Option<&PrefixHashes>,
+        prior: Option<&OnceCell<Prior>>,
+        key: Option<crate::key::RoutingKey>,
+        snap: &WorkerSnapshot,
+        cands: &[WorkerId],
+        now: Duration,
+        rng: &mut Rng,
+    ) -> Result<Decision, Error> {
         if self.cfg.stickiness == Stickiness::None || key.is_none() {
             let pick = PickRequest {
                 key: key.as_ref().map(|k| k.key.as_str()),
@@ -219,9 +319,10 @@ impl Router {
                 tokens_hint: req.tokens.is_some(),
                 stream: req.stream,
                 now,
+                prior,
             };
             if let Some(t) = self.policy.ttft() {
-                let eval = t.evaluate(&pick, snap, &cands);
+                let eval = t.evaluate(&pick, snap, cands);
                 let worker = t.place(&eval, rng).ok_or(Error::NoAvailableWorkers)?;
                 let id = t.commit(&pick, &eval, snap, worker);
                 return Ok(Decision {
@@ -233,7 +334,7 @@ impl Router {
             }
             let worker = self
                 .policy
-                .pick(&pick, snap, &cands, rng)
+                .pick(&pick, snap, cands, rng)
                 .ok_or(Error::NoAvailableWorkers)?;
             let branch = self.keeps_pins().then_some(Branch::NoRoutingId);
             return Ok(Decision {
@@ -249,7 +350,7 @@ impl Router {
                 policy: &self.policy,
                 pins: &self.pins,
             }
-            .route(req, text, prefix, key, snap, &cands, now, rng),
+            .route(req, text, prefix, prior, key, snap, cands, now, rng),
             None => Err(Error::NoAvailableWorkers),
         }
     }

@@ -75,24 +75,28 @@ async fn answered(g: &Running, worker: &str, n: f64) {
     .await;
 }
 
-/// The scripted eviction on `mode`: returns the worker P1's next turn went to.
+/// The scripted eviction on `mode`: returns the worker the sub-agent's next turn went to, w0's
+/// URL, and the shortfalls counted.
 async fn evict_then_return(mode: FeedbackMode) -> (String, String, f64) {
-    // w0 holds about 3,000 tokens: P1 and P2 fit, the filler evicts both
+    // w0 holds about 3,000 tokens: the conversation and its sub-agent fit, the filler evicts
+    // them
     let w0 = sim("w0", 3_000).await;
     let w1 = sim("w1", 3_000).await;
     let mut c = config(std::slice::from_ref(&w0));
     c.router.policy = PolicyKind::CacheAware;
     c.router.cache_feedback = mode;
     let g = start(c).await;
-    let (p1, p2) = (words("alfa", 300), words("brav", 300));
-    ask(&g, &p1).await;
-    ask(&g, &p2).await;
-    let p2b = format!("{p2}and a second turn ");
-    assert!(cached(&ask(&g, &p2b).await) > 500);
+    let p = words("alfa", 150);
+    let sub = format!("{p}{}", words("xray", 600));
+    let p2 = format!("{p}and a second turn ");
+    ask(&g, &p).await;
+    assert!(cached(&ask(&g, &sub).await) > 200);
+    assert!(cached(&ask(&g, &p2).await) > 200);
     ask(&g, &words("fill", 1_400)).await;
-    // P2's third turn: the worker lost it (the filler evicted it), one answer says so
-    let r = ask(&g, &format!("{p2b}and a third turn ")).await;
-    assert!(cached(&r) < 300, "{:?}", r.json()["usage"]);
+    // the conversation's third turn: the worker lost it (the filler evicted it), one answer
+    // says so
+    let r = ask(&g, &format!("{p2}and a third turn ")).await;
+    assert!(cached(&r) < 200, "{:?}", r.json()["usage"]);
     answered(&g, &w0.url(), 5.0).await;
     let shortfalls = reports(&g, &w0.url(), "shortfall").await;
     // a second worker joins, idle and empty
@@ -102,8 +106,8 @@ async fn evict_then_return(mode: FeedbackMode) -> (String, String, f64) {
     let client = &g.client;
     let url = w1.url();
     eventually("w1 is healthy", || healthy(client, &url)).await;
-    // P1's next turn: where the index believes P1 is cached, if anywhere
-    let r = ask(&g, &format!("{p1}and a second turn ")).await;
+    // the sub-agent's next turn: where the index believes its prompt is cached, if anywhere
+    let r = ask(&g, &format!("{sub}and its next turn ")).await;
     let to = r.worker().unwrap();
     g.gw.shutdown().await;
     (to, w0.url(), shortfalls)
@@ -111,12 +115,14 @@ async fn evict_then_return(mode: FeedbackMode) -> (String, String, f64) {
 
 #[tokio::test]
 async fn an_evicted_prompt_no_longer_counts_as_cached_after_one_answer() {
-    // feedback on: P2's shortfall told the index that w0 lost P2 and everything used before
-    // it (P1), so P1 goes to the emptier worker
+    // feedback on: the conversation's shortfall told the index that w0 lost it past the
+    // reported length, the sub-agent's branch below it included; only the conversation's head,
+    // computed again, counts there now, too little of the sub-agent's prompt to follow: it goes
+    // to the emptier worker
     let (to, w0, shortfalls) = evict_then_return(FeedbackMode::On).await;
     assert_eq!(shortfalls, 1.0);
     assert_ne!(to, w0);
-    // measure only: the same shortfall is seen, the index still believes w0 holds P1
+    // measure only: the same shortfall is seen, the index still believes w0 holds the sub-agent
     let (to, w0, shortfalls) = evict_then_return(FeedbackMode::Measure).await;
     assert_eq!(shortfalls, 1.0);
     assert_eq!(to, w0);
@@ -163,23 +169,24 @@ async fn a_flush_is_noticed_after_one_answer() {
         .unwrap()
             > 0.0
     );
-    // Q, used before P, is no longer believed cached: predicted 0, reported 0, confirmed
-    let before = sample(
-        &m,
-        &format!(r#"berth_cached_tokens_predicted_total{{worker="{url}",source="index"}}"#),
-    )
-    .unwrap();
+    // Q shares nothing with P: its own first answer after the flush corrects it, and then it
+    // is cached again
     let r = ask(&g, &q).await;
     assert_eq!(cached(&r), 0);
     answered(&g, &url, 5.0).await;
+    assert_eq!(reports(&g, &url, "shortfall").await, 2.0);
+    assert!(cached(&ask(&g, &format!("{q}again ")).await) > 100);
+    answered(&g, &url, 6.0).await;
+    assert_eq!(reports(&g, &url, "confirmed").await, 4.0);
     let m = metrics(&g.gw).await;
-    let after = sample(
-        &m,
-        &format!(r#"berth_cached_tokens_predicted_total{{worker="{url}",source="index"}}"#),
-    )
-    .unwrap();
-    assert_eq!(after, before, "{m}");
-    assert_eq!(reports(&g, &url, "shortfall").await, 1.0);
+    assert_eq!(
+        sample(
+            &m,
+            &format!(r#"berth_prefix_index_corrections_total{{worker="{url}"}}"#)
+        ),
+        Some(2.0),
+        "{m}"
+    );
     // the learned KV estimate is below the reported capacity, and listed
     let list = g.client.get("/workers", &[]).await.json();
     let w = &list["workers"][0];

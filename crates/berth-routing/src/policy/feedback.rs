@@ -8,10 +8,11 @@
 //! ([`Expectation`], taken before the request's own insert):
 //!
 //! - a *shortfall* (reported clearly below predicted) means the worker lost part of the prefix:
-//!   the index drops that worker's entries from the reported length on (and what an LRU engine
-//!   lost before them, `prefix_index/correct.rs`), then records the prompt again (the worker
-//!   has just computed it), and the worker's effective KV estimate moves down toward what the
-//!   index then believes it holds;
+//!   the index drops that worker's entries from the reported length on, and what hangs below
+//!   them (`prefix_index/correct.rs`), then records the prompt again (the worker has just
+//!   computed it); the worker's effective KV estimate moves a quarter of the way down toward
+//!   what it evidently had room for: what the index holds of it used after the lost part, plus
+//!   this prompt's uncached tokens;
 //! - a *confirmation* moves the estimate back up toward its prior;
 //! - a *surplus* (another replica or client warmed the worker) needs no correction: the
 //!   request's own insert already records the whole prompt there.
@@ -21,9 +22,9 @@
 //! per token with `x-smg-routing-tokens`, which index token bytes).
 //!
 //! The effective KV estimate ([`next_kv_estimate`]) starts at the worker's reported capacity
-//! (`max_total_num_tokens`), stays within [capacity / 16, capacity] (without a reported
-//! capacity, within the per-worker tree bound) and is what `ttft_aware` bounds a worker's share
-//! of the index by.
+//! (`max_total_num_tokens`), stays within [capacity / 4, capacity] (without a reported
+//! capacity, within [bound / 4, bound] of the per-worker tree bound) and is what `ttft_aware`
+//! bounds a worker's share of the index by.
 
 use std::sync::Arc;
 
@@ -42,11 +43,11 @@ pub const SLACK_TOKENS: f64 = 64.0;
 /// Share of the prediction a difference must exceed to count.
 pub const SLACK_SHARE: f64 = 0.05;
 /// How far one shortfall moves the KV estimate toward its sample.
-const DOWN: f64 = 0.5;
+const DOWN: f64 = 0.25;
 /// How far one confirmation moves the KV estimate back toward its prior.
 const UP: f64 = 0.05;
 /// The estimate never goes below the prior divided by this.
-const FLOOR_DIV: u64 = 16;
+const FLOOR_DIV: u64 = 4;
 
 /// What `--cache-feedback` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -231,30 +232,34 @@ impl Feedback {
         if self.mode != FeedbackMode::On || stats.is_none() {
             return Some(obs);
         }
-        let held = {
+        let mut sample = None;
+        if v == Verdict::Shortfall {
             let mut tree = index.lock();
-            let held = tree.tenant_chars(exp.prior.model, exp.worker) as f64 / per;
-            if v == Verdict::Shortfall {
-                let keep = kept_chunks(report.cached_tokens, per);
-                obs.corrected_chunks = tree.correct(&exp.hashes, exp.worker, &exp.prior, keep);
-                // the worker has just computed the whole prompt
-                let cap = policy.insert_cap(stats.map(Arc::as_ref), exp.bytes_per_token);
-                tree.insert(exp.prior.model, &exp.hashes, exp.worker, cap);
-            }
-            held
-        };
+            let keep = kept_chunks(report.cached_tokens, per);
+            let c = tree.correct(&exp.hashes, exp.worker, &exp.prior, keep);
+            obs.corrected_chunks = c.dropped;
+            // room the worker evidently had: what it kept of ours used after the lost part,
+            // and this prompt's uncached tokens
+            let prompt = report
+                .prompt_tokens
+                .map_or(exp.hashes.text_len() as f64 / per, |p| p as f64);
+            sample = c
+                .newer_bytes
+                .map(|b| b as f64 / per + (prompt - report.cached_tokens as f64).max(0.0));
+            // the worker has just computed the whole prompt
+            let cap = policy.insert_cap(stats.map(Arc::as_ref), exp.bytes_per_token);
+            tree.insert(exp.prior.model, &exp.hashes, exp.worker, cap);
+        }
         if let Some(s) = stats
             && (v == Verdict::Shortfall || exp.prior.chunks > 0)
         {
-            let lost = predicted - report.cached_tokens as f64;
             let ceiling = (self.ceiling_bytes as f64 / per) as u64;
             if let Some(next) = next_kv_estimate(
                 s.kv_capacity_tokens(),
                 ceiling,
                 s.learned_kv_tokens(),
                 v,
-                held,
-                lost.max(0.0),
+                sample,
             ) {
                 s.set_learned_kv_tokens(next);
             }
@@ -353,21 +358,20 @@ pub(crate) fn kept_chunks(reported: u64, per: f64) -> usize {
 /// The next effective KV estimate of a worker (tokens).
 ///
 /// `capacity`: what the worker reports (`max_total_num_tokens`), the prior and the ceiling;
-/// `ceiling` bounds it without one. `held`: tokens the index believed the worker held (this
-/// model) when the answer came; `lost`: tokens of this prompt the worker no longer had.
+/// `ceiling` bounds it without one. `sample`: after a shortfall, the tokens the worker evidently
+/// had room for (`None`: nothing learned).
 pub fn next_kv_estimate(
     capacity: Option<u64>,
     ceiling: u64,
     current: Option<u64>,
     verdict: Verdict,
-    held: f64,
-    lost: f64,
+    sample: Option<f64>,
 ) -> Option<u64> {
     let hi = capacity.unwrap_or(ceiling).max(1);
     let lo = (hi / FLOOR_DIV).max(1);
-    let next = match (verdict, current.or(capacity)) {
-        (Verdict::Shortfall, Some(est)) => {
-            let sample = (held - lost).max(0.0);
+    let next = match (verdict, current.or(capacity), sample) {
+        (Verdict::Shortfall, _, None) => return current,
+        (Verdict::Shortfall, Some(est), Some(sample)) => {
             let est = est as f64;
             if sample < est {
                 est - DOWN * (est - sample)
@@ -375,12 +379,12 @@ pub fn next_kv_estimate(
                 est
             }
         }
-        (Verdict::Shortfall, None) => (held - lost).max(0.0),
-        (Verdict::Confirmed | Verdict::Surplus, Some(est)) => {
+        (Verdict::Shortfall, None, Some(sample)) => sample,
+        (Verdict::Confirmed | Verdict::Surplus, Some(est), _) => {
             let est = est as f64;
             est + (UP * (hi as f64 - est)).max(1.0)
         }
-        (Verdict::Confirmed | Verdict::Surplus, None) => return None,
+        (Verdict::Confirmed | Verdict::Surplus, None, _) => return None,
     };
     Some((next.round() as u64).clamp(lo, hi))
 }

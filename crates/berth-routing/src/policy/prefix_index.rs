@@ -31,6 +31,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
+#[cfg(test)]
+pub(crate) use correct::Correction;
 pub use correct::Prior;
 pub use evict::IndexEviction;
 pub(crate) use index::Index;

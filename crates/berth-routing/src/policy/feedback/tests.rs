@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::key::HeaderList;
-use crate::policy::prefix_index::Index;
+use crate::policy::prefix_index::{Correction, Index};
 use crate::{
     PolicyKind, Rng, RouteRequest, Router, RouterOptions, WorkerEntry, WorkerSnapshot, WorkerStats,
 };
@@ -39,41 +39,46 @@ fn a_difference_counts_only_past_the_slack() {
 #[test]
 fn the_kv_estimate_follows_shortfalls_within_its_bounds() {
     let cap = Some(100_000);
-    // the prior is the reported capacity; a shortfall moves halfway to what was left
-    let e = next_kv_estimate(cap, 0, None, Verdict::Shortfall, 80_000.0, 40_000.0);
-    assert_eq!(e, Some(70_000));
-    // a sample above the estimate does not raise it
+    // the prior is the reported capacity; a shortfall moves a quarter of the way to its sample
+    let e = next_kv_estimate(cap, 0, None, Verdict::Shortfall, Some(60_000.0));
+    assert_eq!(e, Some(90_000));
+    // a sample above the estimate does not raise it; no sample teaches nothing
     assert_eq!(
-        next_kv_estimate(cap, 0, e, Verdict::Shortfall, 90_000.0, 1_000.0),
+        next_kv_estimate(cap, 0, e, Verdict::Shortfall, Some(95_000.0)),
         e
     );
-    // repeated total losses stop at capacity / 16
+    assert_eq!(next_kv_estimate(cap, 0, e, Verdict::Shortfall, None), e);
+    assert_eq!(
+        next_kv_estimate(cap, 0, None, Verdict::Shortfall, None),
+        None
+    );
+    // repeated total losses stop at capacity / 4
     let mut e = e;
-    for _ in 0..50 {
-        e = next_kv_estimate(cap, 0, e, Verdict::Shortfall, 0.0, 1_000.0);
+    for _ in 0..100 {
+        e = next_kv_estimate(cap, 0, e, Verdict::Shortfall, Some(0.0));
     }
-    assert_eq!(e, Some(6_250));
+    assert_eq!(e, Some(25_000));
     // confirmations climb back toward the capacity, never past it
     let before = e.unwrap();
-    let up = next_kv_estimate(cap, 0, e, Verdict::Confirmed, 0.0, 0.0).unwrap();
+    let up = next_kv_estimate(cap, 0, e, Verdict::Confirmed, None).unwrap();
     assert!(up > before, "{up}");
     let mut e = Some(up);
     for _ in 0..500 {
-        e = next_kv_estimate(cap, 0, e, Verdict::Surplus, 0.0, 0.0);
+        e = next_kv_estimate(cap, 0, e, Verdict::Surplus, None);
     }
     assert_eq!(e, Some(100_000));
-    // no capacity: nothing until a shortfall, then within the ceiling
+    // no capacity: nothing until a shortfall, then within [ceiling / 4, ceiling]
     assert_eq!(
-        next_kv_estimate(None, 64_000, None, Verdict::Confirmed, 5.0, 0.0),
+        next_kv_estimate(None, 64_000, None, Verdict::Confirmed, None),
         None
     );
     assert_eq!(
-        next_kv_estimate(None, 64_000, None, Verdict::Shortfall, 30_000.0, 10_000.0),
+        next_kv_estimate(None, 64_000, None, Verdict::Shortfall, Some(20_000.0)),
         Some(20_000)
     );
     assert_eq!(
-        next_kv_estimate(None, 64_000, None, Verdict::Shortfall, 100.0, 100.0),
-        Some(4_000)
+        next_kv_estimate(None, 64_000, None, Verdict::Shortfall, Some(100.0)),
+        Some(16_000)
     );
 }
 
@@ -96,11 +101,13 @@ fn held(idx: &Index, m: u32, t: &[u8]) -> usize {
 }
 
 #[test]
-fn a_shortfall_drops_the_lost_part_and_what_was_used_before_it() {
+fn a_shortfall_drops_the_lost_part_and_what_hangs_below_it() {
     let (mut idx, m, [b, a, c]) = three_prompts();
-    // A's second turn, then D (sharing S) after it
+    // A's second turn, a branch of it (a sub-agent), then D (sharing S)
     let a2 = cat(&a, &text("alpha turn two ", 512));
     idx.insert(m, &h(&a2), W0, usize::MAX);
+    let branch = cat(&a, &text("alpha's sub-agent ", 512));
+    idx.insert(m, &h(&branch), W0, usize::MAX);
     let d = cat(&a[..1024], &text("delta turn one ", 1024));
     idx.insert(m, &h(&d), W0, usize::MAX);
     let a3 = cat(&a2, &text("alpha turn three ", 512));
@@ -109,50 +116,59 @@ fn a_shortfall_drops_the_lost_part_and_what_was_used_before_it() {
     assert_eq!(prior.path.len(), 2, "{prior:?}");
     idx.insert(m, &h(&a3), W0, usize::MAX);
     // the worker kept the shared 1,024 bytes, not A's own part
-    let dropped = idx.correct(&h(&a3), W0, &prior, 1024 / 32);
-    assert!(dropped > 0);
+    let c3 = idx.correct(&h(&a3), W0, &prior, 1024 / 32);
+    assert!(c3.dropped > 0);
     assert_eq!(held(&idx, m, &a3), 1024);
-    // B and C were last used before A's second turn: an LRU engine lost them first (C's
-    // shared part excepted)
-    assert_eq!(held(&idx, m, &b), 0);
-    assert_eq!(held(&idx, m, &c), 1024);
-    // D was used after it: kept
+    // the branch hung below the lost part: gone
+    assert_eq!(held(&idx, m, &branch), 1024);
+    // C hangs from the kept part, B and D from elsewhere: kept
+    assert_eq!(held(&idx, m, &b), 2048);
+    assert_eq!(held(&idx, m, &c), 2048);
     assert_eq!(held(&idx, m, &d), 2048);
-    assert_eq!(idx.stats().evicted_chunks[3] as usize, dropped);
-    assert_eq!(idx.stats().chunks, 64, "S and D's own part");
+    assert_eq!(idx.stats().evicted_chunks[3] as usize, c3.dropped);
+    assert_eq!(
+        idx.stats().chunks,
+        32 + 64 + 32 + 32,
+        "S, B, C's and D's own parts"
+    );
+    // used after A's second turn and kept: D's own part and the kept head
+    assert_eq!(c3.newer_bytes, Some(1024 + 1024));
     // nothing to drop twice
-    assert_eq!(idx.correct(&h(&a3), W0, &prior, 1024 / 32), 0);
+    assert_eq!(idx.correct(&h(&a3), W0, &prior, 1024 / 32).dropped, 0);
     // no prediction past the reported length: nothing to correct
     let (mut idx, m, [_, a, _]) = three_prompts();
     let p = idx.prior(m, &h(&a), W0);
-    assert_eq!(idx.correct(&h(&a), W0, &p, p.chunks), 0);
+    assert_eq!(idx.correct(&h(&a), W0, &p, p.chunks), Correction::default());
     assert_eq!(held(&idx, m, &a), 2048);
 }
 
 #[test]
-fn nothing_cached_drops_everything_used_before_the_prompt() {
+fn nothing_cached_drops_the_whole_path_and_keeps_other_roots() {
     let (mut idx, m, [b, a, c]) = three_prompts();
-    // the most recent prompt found nothing: a flush or a restart
+    // the most recent prompt found nothing (a flush, a restart, or its root was evicted)
     let c2 = cat(&c, &text("charlie turn two ", 256));
     let prior = idx.prior(m, &h(&c2), W0);
     idx.insert(m, &h(&c2), W0, usize::MAX);
-    idx.correct(&h(&c2), W0, &prior, 0);
-    for t in [&b, &a, &c] {
+    let c0 = idx.correct(&h(&c2), W0, &prior, 0);
+    for t in [&a, &c] {
         assert_eq!(held(&idx, m, t), 0);
     }
-    assert_eq!(idx.stats().chunks, 0);
+    // B shares nothing with it: its own answer will tell
+    assert_eq!(held(&idx, m, &b), 2048);
+    assert_eq!(idx.stats().chunks, 64);
+    assert_eq!(c0.newer_bytes, Some(0));
     // a branch added below the lost part after the prediction goes too (no stranded child)
-    let (mut idx, m, [_, a, _]) = three_prompts();
+    let (mut idx, m, [_, a, c]) = three_prompts();
     let prior = idx.prior(m, &h(&a), W0);
     let late = cat(&a, &text("late branch ", 256));
     idx.insert(m, &h(&late), W0, usize::MAX);
-    idx.correct(&h(&a), W0, &prior, 1024 / 32);
+    let cut = idx.correct(&h(&a), W0, &prior, 1024 / 32);
     assert_eq!(held(&idx, m, &late), 1024);
-    // C hangs from the kept part: kept; B too (no segment of A starts past the cut, so
-    // nothing bounds when the lost chunk was last used)
+    // C hangs from the kept part: kept
     assert_eq!(held(&idx, m, &c), 2048);
-    assert_eq!(held(&idx, m, &b), 2048);
     assert_eq!(idx.stats().chunks, 32 + 32 + 64);
+    // no path segment starts past the cut: nothing bounds when the lost chunk was used
+    assert_eq!(cut.newer_bytes, None);
 }
 
 fn fleet(stats: &[Arc<WorkerStats>]) -> WorkerSnapshot {
@@ -220,40 +236,37 @@ fn an_evicted_prompt_stops_counting_after_one_answer() {
         stats[0].set_kv_capacity_tokens(100_000);
         let snap = fleet(&stats);
         let r = router(policy, FeedbackMode::On);
-        let p1 = text("first long conversation ", 8192);
-        let p2 = text("second long conversation ", 8192);
-        for p in [&p1, &p2] {
-            let t = send(&r, &snap, p, None).unwrap();
-            assert_eq!(t.expectation.as_ref().unwrap().predicted_bytes(), 0);
-            let o = r.observe_reported(t, report(0, p), &snap).unwrap();
+        let p = text("a long conversation ", 8192);
+        let t = send(&r, &snap, &p, None).unwrap();
+        assert_eq!(t.expectation.as_ref().unwrap().predicted_bytes(), 0);
+        let o = r.observe_reported(t, report(0, &p), &snap).unwrap();
+        assert_eq!(o.verdict, Verdict::Confirmed, "{policy:?}");
+        // a sub-agent extending it, and its second turn, find it cached
+        let sub = cat(&p, &text("a sub-agent's task ", 4096));
+        let p2 = cat(&p, &text("and its second turn ", 1024));
+        for q in [&sub, &p2] {
+            let t = send(&r, &snap, q, None).unwrap();
+            assert_eq!(t.expectation.as_ref().unwrap().predicted_bytes(), 8192);
+            let o = r.observe_reported(t, report(8192, q), &snap).unwrap();
             assert_eq!(o.verdict, Verdict::Confirmed, "{policy:?}");
         }
-        // P2's second turn finds its first cached
-        let p2a = cat(&p2, &text("and its second turn ", 1024));
-        let t = send(&r, &snap, &p2a, None).unwrap();
-        assert_eq!(t.expectation.as_ref().unwrap().predicted_bytes(), 8192);
-        let o = r.observe_reported(t, report(8192, &p2a), &snap).unwrap();
-        assert_eq!(o.verdict, Verdict::Confirmed, "{policy:?}");
-        // the worker evicted both; P2's third turn finds only 100 tokens cached
-        let p2b = cat(&p2a, &text("and its third turn ", 1024));
-        let t = send(&r, &snap, &p2b, None).unwrap();
-        assert_eq!(t.expectation.as_ref().unwrap().predicted_bytes(), p2a.len());
-        let o = r.observe_reported(t, report(400, &p2b), &snap).unwrap();
+        // the worker evicted it; the third turn finds only 100 tokens cached
+        let p3 = cat(&p2, &text("and its third turn ", 1024));
+        let t = send(&r, &snap, &p3, None).unwrap();
+        assert_eq!(t.expectation.as_ref().unwrap().predicted_bytes(), p2.len());
+        let o = r.observe_reported(t, report(400, &p3), &snap).unwrap();
         assert_eq!(o.verdict, Verdict::Shortfall, "{policy:?}");
         assert!(o.corrected_chunks > 0);
         assert_eq!(o.reported_tokens, 100);
-        // P1 (used before P2) no longer counts as cached there; P2's new turn does (the worker
-        // just computed it)
-        let t = send(&r, &snap, &cat(&p1, b"more"), None).unwrap();
-        assert_eq!(t.expectation.unwrap().predicted_bytes(), 0, "{policy:?}");
-        let t = send(&r, &snap, &cat(&p2b, b"more"), None).unwrap();
-        assert_eq!(
-            t.expectation.unwrap().predicted_bytes(),
-            p2b.len() / 32 * 32
-        );
-        // the worker's effective KV estimate came down from its capacity
+        // the sub-agent's part no longer counts as cached there; the conversation does (the
+        // worker just computed it)
+        let t = send(&r, &snap, &cat(&sub, b"more"), None).unwrap();
+        assert_eq!(t.expectation.unwrap().predicted_bytes(), 8192, "{policy:?}");
+        let t = send(&r, &snap, &cat(&p3, b"more"), None).unwrap();
+        assert_eq!(t.expectation.unwrap().predicted_bytes(), p3.len() / 32 * 32);
+        // the worker's effective KV estimate came down from its capacity, within its bounds
         let learned = stats[0].learned_kv_tokens().unwrap();
-        assert!(learned < 100_000, "{learned}");
+        assert!((25_000..100_000).contains(&learned), "{learned}");
         assert_eq!(stats[0].effective_kv_tokens(), Some(learned));
     }
 }

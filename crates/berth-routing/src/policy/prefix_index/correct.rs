@@ -4,22 +4,19 @@
 //! Before a request goes to a worker, [`Index::prior`] records what the index believes that
 //! worker holds of the prompt: the chunks, and the segments on that path with their recency
 //! *before* this request touched them. When the answer reports fewer cached tokens than that,
-//! the worker lost the prompt from chunk `keep` on, and [`Index::correct`] drops:
+//! the worker lost the prompt from chunk `keep` on, and [`Index::correct`] drops the tenant's
+//! segments holding chunk `keep` or deeper of this prompt (the segment that holds `keep` keeps
+//! its chunks before it, as a new segment in its place) and every segment hanging below a
+//! dropped one (other branches: sub-agents, earlier turns' other continuations), so a kept
+//! chunk's prefix is still always kept and matching stays a binary search. The caller then
+//! records the prompt again, since the worker has just computed it.
 //!
-//! 1. the tenant's segments now holding chunk `keep` or deeper of this prompt (the segment that
-//!    holds `keep` goes whole: the caller inserts the prompt again, since the worker has just
-//!    computed it, which restores the part before `keep`);
-//! 2. every segment of the tenant last used no later than the lost chunk was (before this
-//!    request; bounded by the recency of the first path segment starting at `keep` or deeper):
-//!    an engine that evicts least recently used blocks first (SGLang's radix cache, vLLM's
-//!    prefix cache, llama.cpp's slots, berth's sim) lost those before it lost this one.
-//!    Parents are always more recent than their children, so this never strands a child;
-//! 3. every segment hanging below a dropped one (branches other requests added since), so a
-//!    kept chunk's prefix is still always kept and matching stays a binary search.
-//!
-//! A reported length of zero is the same rule from chunk 0: after a flush or a restart, the
-//! first answer drops everything the worker was believed to hold that is older than this
-//! prompt's last use.
+//! What the tenant held *used after* the lost chunk (by the path's recency before the request)
+//! is also returned: with this prompt, that is about what the worker had room for when it
+//! evicted the chunk, the sample of its effective KV capacity. It is not used to drop the older
+//! segments an LRU engine would have lost first: the index's recency misses the turns that
+//! stream unread on `ttft_aware`'s pinned path, so "older" there includes live sessions (in the
+//! KV-pressure benchmark, dropping them cost cached share, docs/benchmarks.md).
 
 use super::evict::IndexEviction;
 use super::index::{Index, NONE};
@@ -43,6 +40,16 @@ impl Prior {
     pub fn bytes(&self) -> usize {
         bytes_of_chunks(self.chunks)
     }
+}
+
+/// What a correction did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Correction {
+    /// Chunks dropped.
+    pub(crate) dropped: usize,
+    /// Bytes of the tenant's segments used after the lost chunk (see the module docs); `None`
+    /// when nothing bounds when that chunk was last used.
+    pub(crate) newer_bytes: Option<usize>,
 }
 
 impl Index {
@@ -75,23 +82,23 @@ impl Index {
     }
 
     /// The worker held only the first `keep` chunks of `text` where `prior` said more: drops
-    /// what it must have lost (see the module docs). Returns the chunks dropped.
+    /// what it must have lost (see the module docs).
     pub(crate) fn correct(
         &mut self,
         text: &PrefixHashes,
         worker: WorkerId,
         prior: &Prior,
         keep: usize,
-    ) -> usize {
+    ) -> Correction {
         if keep >= prior.chunks {
-            return 0;
+            return Correction::default();
         }
         let Some(t) = self.tenant(prior.model, worker) else {
-            return 0;
+            return Correction::default();
         };
         let before = self.tenants[t as usize].chunks;
         let why = IndexEviction::Reported;
-        // 1. this prompt's path from chunk `keep` on, as the index holds it now
+        // this prompt's path from chunk `keep` on, as the index holds it now
         let hashes = text.chunks();
         let d = self.depth(t, hashes);
         let mut s = match d {
@@ -113,30 +120,33 @@ impl Index {
             }
             s = seg.parent;
         }
-        // 2. everything used before chunk `keep` last was: the first path segment starting at
-        //    `keep` or deeper was last used no later than that chunk (every use of it used the
-        //    chunk), so its recency is a safe bound (exact when a segment starts at `keep`; a
-        //    segment starting before `keep` may have been used since for its head alone)
-        let cut_tick = prior
-            .path
-            .iter()
-            .find(|(start, _)| *start as usize >= keep)
-            .map(|(_, tick)| *tick);
-        if let Some(cut) = cut_tick {
-            for &x in &live {
-                if self.segs[x as usize].tenant == t && self.segs[x as usize].tick <= cut {
-                    self.kill(x, why);
-                }
-            }
-        }
-        // 3. whatever hangs below a dropped segment
+        // whatever hangs below a dropped segment
         for &x in &live {
             if self.segs[x as usize].tenant == t && !self.rooted(t, x) {
                 self.kill(x, why);
             }
         }
+        // what was used after the lost chunk last was: the first path segment starting at
+        // `keep` or deeper was last used no later than that chunk (every use of it used the
+        // chunk), so its recency is a safe bound (none: nothing bounds it)
+        let newer_bytes = prior
+            .path
+            .iter()
+            .find(|(start, _)| *start as usize >= keep)
+            .map(|&(_, cut)| {
+                live.iter()
+                    .map(|&x| self.segs[x as usize])
+                    .filter(|seg| seg.tenant == t && seg.tick > cut)
+                    .map(|seg| {
+                        bytes_of_chunks(seg.end as usize) - bytes_of_chunks(seg.start as usize)
+                    })
+                    .sum()
+            });
         self.compact_queue(t);
-        before - self.tenants[t as usize].chunks
+        Correction {
+            dropped: before - self.tenants[t as usize].chunks,
+            newer_bytes,
+        }
     }
 
     /// Replaces live segment `s` of tenant `t` by its chunks before `keep` (`head`: their

@@ -12,6 +12,7 @@
 #
 # Usage: scripts/bench-feedback.sh
 #   env: POLICY (ttft_aware) ROUTING (smg_routing_key) MODES ("measure on") RUNS (3)
+#        FIRST_SEED (1: run n uses bench seed FIRST_SEED + n - 1)
 #        SETTINGS ("demo pressure"): demo = KV 6144, 30 roots at 4/s (the demo's agentic set);
 #        pressure = KV 3072, 60 roots at 6/s. BASE_PORT (25000)
 set -euo pipefail
@@ -42,7 +43,7 @@ for setting in $SETTINGS; do
         pressure) KV=3072 ROOTS=60 RATE=6 ;;
         *) echo "unknown setting $setting" >&2; exit 1 ;;
     esac
-    for run in $(seq 1 "$RUNS"); do
+    for run in $(seq "${FIRST_SEED:-1}" $((${FIRST_SEED:-1} + RUNS - 1))); do
         for mode in $MODES; do
             PIDS=()
             URLS=()

@@ -82,7 +82,7 @@ pub struct Args {
     /// cache_aware, ttft_aware: read the cached tokens workers report in their answers
     /// (usage.prompt_tokens_details.cached_tokens, meta_info.cached_tokens, timings.cache_n):
     /// off, measure (compare with the prefix index, metrics only) or on (also correct the index
-    /// and learn each worker's effective KV capacity) [default: on].
+    /// and learn each worker's effective KV capacity) [default: measure].
     #[arg(long)]
     pub cache_feedback: Option<String>,
     /// ttft_aware: starting fixed time to first byte of every worker, ms [default: 10].

@@ -403,6 +403,7 @@ impl Metrics {
         self.ttft_model.clear();
         self.ttft_queued.clear();
         self.feedback.effective_kv.clear();
+        self.feedback.learned_kv.clear();
         for (view, stats) in pools {
             self.render_workers(view, stats, now);
         }
@@ -432,11 +433,14 @@ impl Metrics {
             self.worker_healthy
                 .get_or_create(&labels)
                 .set(i64::from(healthy));
-            if let Some(kv) = w.stats.effective_kv_tokens() {
-                self.feedback
-                    .effective_kv
-                    .get_or_create(&labels)
-                    .set(i64::try_from(kv).unwrap_or(i64::MAX));
+            for (fam, kv) in [
+                (&self.feedback.effective_kv, w.stats.effective_kv_tokens()),
+                (&self.feedback.learned_kv, w.stats.learned_kv_tokens()),
+            ] {
+                if let Some(kv) = kv {
+                    fam.get_or_create(&labels)
+                        .set(i64::try_from(kv).unwrap_or(i64::MAX));
+                }
             }
             if let Some((_, m, queued)) = router.ttft_workers.iter().find(|(id, ..)| *id == w.id) {
                 for (term, v) in [

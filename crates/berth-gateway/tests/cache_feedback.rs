@@ -133,6 +133,7 @@ async fn a_flush_is_noticed_after_one_answer() {
     let w0 = sim("w0", 100_000).await;
     let mut c = config(std::slice::from_ref(&w0));
     c.router.policy = PolicyKind::TtftAware;
+    c.router.cache_feedback = FeedbackMode::On;
     let g = start(c).await;
     let url = w0.url();
     let (q, p) = (words("quiz", 200), words("papa", 200));
@@ -187,20 +188,24 @@ async fn a_flush_is_noticed_after_one_answer() {
         Some(2.0),
         "{m}"
     );
-    // the learned KV estimate is below the reported capacity, and listed
+    // the learned KV estimate is below the reported capacity, and listed; the reported
+    // capacity is still what routing assumes
     let list = g.client.get("/workers", &[]).await.json();
     let w = &list["workers"][0];
     assert_eq!(w["kv_capacity_tokens"], 100_000);
     let learned = w["learned_kv_tokens"].as_u64().unwrap();
     assert!(learned < 100_000, "{w}");
-    assert_eq!(w["effective_kv_tokens"].as_u64(), Some(learned));
-    assert_eq!(
-        sample(
-            &m,
-            &format!(r#"berth_worker_effective_kv_tokens{{worker="{url}"}}"#)
-        ),
-        Some(learned as f64)
-    );
+    assert_eq!(w["effective_kv_tokens"].as_u64(), Some(100_000));
+    for (name, v) in [("effective", 100_000), ("learned", learned)] {
+        assert_eq!(
+            sample(
+                &m,
+                &format!(r#"berth_worker_{name}_kv_tokens{{worker="{url}"}}"#)
+            ),
+            Some(v as f64),
+            "{m}"
+        );
+    }
     g.gw.shutdown().await;
 }
 

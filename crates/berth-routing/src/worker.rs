@@ -102,10 +102,12 @@ impl WorkerStats {
         self.learned_kv_tokens.store(tokens, Ordering::Relaxed);
     }
 
-    /// The KV capacity routing assumes: the learned estimate, else the reported capacity.
+    /// The KV capacity routing assumes: the reported capacity, else the learned estimate (a
+    /// worker that reports its capacity is bounded by it: learned from answers, the estimate is
+    /// biased low while `ttft_aware`'s pinned turns stream unread, see `policy/feedback.rs`).
     pub fn effective_kv_tokens(&self) -> Option<u64> {
-        self.learned_kv_tokens()
-            .or_else(|| self.kv_capacity_tokens())
+        self.kv_capacity_tokens()
+            .or_else(|| self.learned_kv_tokens())
     }
 
     pub(crate) fn begin(&self) {

@@ -12,8 +12,10 @@
 //!   nothing to compare with);
 //! - `berth_prefix_index_corrections_total{worker}`: answers that corrected the index (the
 //!   chunks dropped are `berth_prefix_index_evicted_chunks_total{reason="reported"}`);
-//! - `berth_worker_effective_kv_tokens{worker}`: the KV capacity routing assumes (learned from
-//!   the reports, else the reported `max_total_num_tokens`), set when scraped.
+//! - `berth_worker_effective_kv_tokens{worker}`: the KV capacity routing assumes (the reported
+//!   `max_total_num_tokens`, else the learned estimate), and
+//!   `berth_worker_learned_kv_tokens{worker}`: the estimate learned from the reports; set when
+//!   scraped.
 
 use std::sync::Arc;
 
@@ -54,6 +56,7 @@ pub(crate) struct FeedbackMetrics {
     reports: Family<VerdictLabels, Counter>,
     corrections: Family<WorkerLabels, Counter>,
     pub(super) effective_kv: Family<WorkerLabels, Gauge>,
+    pub(super) learned_kv: Family<WorkerLabels, Gauge>,
 }
 
 impl FeedbackMetrics {
@@ -65,6 +68,7 @@ impl FeedbackMetrics {
             reports: Family::default(),
             corrections: Family::default(),
             effective_kv: Family::default(),
+            learned_kv: Family::default(),
         };
         registry.register(
             "berth_cached_tokens_predicted",
@@ -97,9 +101,15 @@ impl FeedbackMetrics {
         );
         registry.register(
             "berth_worker_effective_kv_tokens",
-            "cache_aware, ttft_aware: the KV capacity routing assumes for the worker (learned \
-             from reported cached tokens, else its max_total_num_tokens)",
+            "cache_aware, ttft_aware: the KV capacity routing assumes for the worker (its \
+             max_total_num_tokens, else the capacity learned from its reported cached tokens)",
             m.effective_kv.clone(),
+        );
+        registry.register(
+            "berth_worker_learned_kv_tokens",
+            "cache_aware, ttft_aware: the worker's effective KV capacity as learned from its \
+             reported cached tokens (--cache-feedback on)",
+            m.learned_kv.clone(),
         );
         m
     }

@@ -22,9 +22,12 @@
 //! per token with `x-smg-routing-tokens`, which index token bytes).
 //!
 //! The effective KV estimate ([`next_kv_estimate`]) starts at the worker's reported capacity
-//! (`max_total_num_tokens`), stays within [capacity / 4, capacity] (without a reported
-//! capacity, within [bound / 4, bound] of the per-worker tree bound) and is what `ttft_aware`
-//! bounds a worker's share of the index by.
+//! (`max_total_num_tokens`) and stays within [capacity / 4, capacity] (without a reported
+//! capacity, within [bound / 4, bound] of the per-worker tree bound). `ttft_aware` bounds a
+//! worker's share of the index by it only when the worker reports no capacity: the sample
+//! counts what the index saw used after the lost part, and the index does not see the turns
+//! that stream unread on the pinned path, so the estimate runs low; bounding by it cost cached
+//! share under KV pressure (docs/benchmarks.md). It is exported either way.
 
 use std::sync::Arc;
 
@@ -54,10 +57,11 @@ const FLOOR_DIV: u64 = 4;
 pub enum FeedbackMode {
     /// Answers are not read.
     Off,
-    /// Answers are read and compared (metrics), nothing is corrected.
+    /// Answers are read and compared (metrics), nothing is corrected (the default: correcting
+    /// has not yet been shown to pay, docs/benchmarks.md).
+    #[default]
     Measure,
     /// Answers are read, compared, and correct the index and the KV estimate.
-    #[default]
     On,
 }
 

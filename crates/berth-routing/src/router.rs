@@ -4,6 +4,8 @@
 //! current worker snapshot, the time and a random generator. The pinned path lives in
 //! `sticky.rs` and the request/decision types in `decision.rs`; this file holds the keyless
 //! paths and hands keyed requests to the pinned path.
+//! `router/feedback.rs`: the ticket a decision's lease carries for `--cache-feedback`, and the
+//! answer's report compared with it.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -18,14 +20,15 @@ use crate::error::Error;
 use crate::key::HeaderSource;
 use crate::options::{RouterOptions, Stickiness, Validated};
 use crate::pin::{EvictionReason, PinTable};
-use crate::policy::feedback::{Expectation, Feedback};
+use crate::policy::feedback::Feedback;
 use crate::policy::{
-    Observation, PickRequest, Policy, PolicyKind, PrefixHashes, Prior, Report, Ticket,
-    policy_uses_routing_key,
+    PickRequest, Policy, PolicyKind, PrefixHashes, Prior, policy_uses_routing_key,
 };
 use crate::rng::Rng;
 use crate::sticky::{Pinned, scoped_key};
 use crate::worker::{WorkerId, WorkerSnapshot};
+
+mod feedback;
 
 /// The routing decision maker. Shared by every request (`&self`), cheap to call.
 #[derive(Debug)]
@@ -176,59 +179,6 @@ impl Router {
         // read again, so the index learns what its worker lost (`--cache-feedback on`)
         pinned.is_some_and(|p| t.pinned_is_fine(snap, cands, WorkerId(p), now))
             && !self.feedback.session_short(scoped)
-    }
-
-    /// Whether answers are read for their reported cached tokens (`--cache-feedback` not
-    /// `off`, and a policy with a prefix index).
-    pub fn reads_reports(&self) -> bool {
-        self.feedback.reads()
-    }
-
-    /// Compares an answer's reported cached tokens with what was predicted for its worker
-    /// (the ticket its lease carried) and, under `--cache-feedback on`, corrects the prefix
-    /// index and the worker's effective KV estimate. `None`: nothing to compare with.
-    pub fn observe_reported(
-        &self,
-        ticket: Ticket,
-        report: Report,
-        snap: &WorkerSnapshot,
-    ) -> Option<Observation> {
-        self.feedback.observe(&self.policy, ticket, report, snap)
-    }
-
-    /// The ticket of a decision for `worker`: the index's prediction (from `prior`, when the
-    /// policy left one) and the pinned session's key.
-    fn ticket(
-        &self,
-        prior: Option<OnceCell<Prior>>,
-        prefix: Option<&PrefixHashes>,
-        tokens_hint: bool,
-        worker: WorkerId,
-        lease: &Lease,
-    ) -> Option<Ticket> {
-        if !self.feedback.reads() {
-            return None;
-        }
-        let expectation =
-            prior
-                .and_then(OnceCell::into_inner)
-                .zip(prefix)
-                .map(|(prior, hashes)| Expectation {
-                    worker,
-                    hashes: hashes.clone(),
-                    prior,
-                    bytes_per_token: if tokens_hint {
-                        4.0
-                    } else {
-                        self.cfg.ttft.chars_per_token
-                    },
-                });
-        let session = lease.pin_key();
-        (expectation.is_some() || session.is_some()).then_some(Ticket {
-            worker,
-            expectation,
-            session,
-        })
     }
 
     /// Decides where one request goes. `now` is monotonic time since an epoch the caller keeps

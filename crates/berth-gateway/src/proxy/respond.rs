@@ -156,10 +156,11 @@ pub(crate) fn respond(
     start: Instant,
     chain: Option<ChainWatch>,
 ) -> Response<Body> {
+    // PD mode reads no reports: the decode worker's answer reports the prefill worker's cache
     let usage = decision
         .lease
         .take_ticket()
-        .filter(|_| resp.status().is_success())
+        .filter(|_| resp.status().is_success() && state.pd.is_none())
         .map(|t| Box::new(UsageWatch::new(state, t, worker.url.clone())));
     let (mut parts, incoming) = resp.into_parts();
     headers::strip_response_headers(&mut parts.headers);

@@ -97,6 +97,10 @@ impl CacheAware {
         )
     }
 
+    pub(crate) fn index(&self) -> &SharedIndex {
+        &self.index
+    }
+
     pub(crate) fn pick(
         &self,
         req: &PickRequest<'_>,
@@ -131,6 +135,9 @@ impl CacheAware {
                 min_by_random_tie(pool, |w| tree_size(&tree, model, w), rng)
             }
         };
+        if let Some(cell) = req.prior {
+            let _ = cell.set(tree.prior(model, &text, choice));
+        }
         tree.insert(model, &text, choice, usize::MAX);
         choice
     }

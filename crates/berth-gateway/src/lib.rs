@@ -42,6 +42,7 @@ pub mod server;
 
 mod admin;
 mod chains;
+mod coarse_timer;
 mod discovery;
 mod eviction;
 mod proxy;

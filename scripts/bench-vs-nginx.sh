@@ -11,6 +11,7 @@
 # Needs: nginx, wrk (apt-get install nginx wrk).
 # Usage: scripts/bench-vs-nginx.sh [DURATION] [CONNS]
 #   KEYS=1000 WORDS=10 ROUNDS=2 BIN_before=/path/to/old/berth
+#   ARGS_<label>="--flag value" adds serve flags to one build (e.g. ARGS_after=...)
 set -euo pipefail
 
 DURATION=${1:-8}
@@ -98,11 +99,12 @@ i=0
 for var in $(compgen -v BIN_ || true) after; do
     if [ "$var" = after ]; then label=after; bin=$BERTH; else label=${var#BIN_}; bin=${!var}; fi
     port=$((BASE + 20 + 2 * i)); i=$((i + 1))
+    extra=ARGS_$label
     urls=$(for p in "${W[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)
     # shellcheck disable=SC2086
     "$bin" serve --host 127.0.0.1 --port "$port" --worker-urls $urls --policy manual \
         --io-threads 1 --prometheus-host 127.0.0.1 --prometheus-port $((port + 1)) \
-        --log-level warn >"$OUT/berth-$label.log" 2>&1 &
+        --log-level warn ${!extra:-} >"$OUT/berth-$label.log" 2>&1 &
     PID[$label]=$!; PORT[$label]=$port; PIDS+=($!)
     wait_http "http://127.0.0.1:$port/readiness"
     LABELS="$LABELS $label"

@@ -10,7 +10,7 @@
 //! timeout therefore ends up to one tick late (a tenth of the timeout, at most one second),
 //! never early.
 //!
-//! Nothing of the crate: hyper's `Timer` trait and std.
+//! Nothing of the crate: hyper's `Timer` trait, std and tokio's clock.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -94,8 +94,14 @@ impl Wheel {
 pub(crate) struct CoarseTimer(pub(crate) Arc<Wheel>);
 
 impl Timer for CoarseTimer {
+    /// tokio's clock (the IO loop's tick is a tokio interval: under a paused test clock both
+    /// sides see the same time).
+    fn now(&self) -> Instant {
+        tokio::time::Instant::now().into_std()
+    }
+
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Sleep>> {
-        self.sleep_until(Instant::now() + duration)
+        self.sleep_until(self.now() + duration)
     }
 
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Sleep>> {

@@ -33,13 +33,14 @@ ms() { # wrk latency like 1.23ms / 450.00us / 1.2s -> ms
 }
 
 
-keyed_chat_lua() { # file keys content: a wrk script POSTing keyed chat requests (PACE_MS paces)
+keyed_chat_lua() { # file keys content: a wrk script POSTing keyed chat requests (keys 0: keyless; PACE_MS paces)
     cat >"$1" <<LUA
 local n = 0
 local body = '{"model":"sim-model","max_tokens":1,"messages":[{"role":"user","content":"$3"}]}'
 request = function()
     n = n + 1
-    local hdr = { ["Content-Type"] = "application/json", ["X-SMG-Routing-Key"] = "session-" .. (n % $2) }
+    local hdr = { ["Content-Type"] = "application/json" }
+    if $2 > 0 then hdr["X-SMG-Routing-Key"] = "session-" .. (n % $2) end
     return wrk.format("POST", "/v1/chat/completions", hdr, body)
 end
 if os.getenv("PACE_MS") then

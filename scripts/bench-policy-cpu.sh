@@ -16,6 +16,7 @@
 # Needs: wrk (apt-get install wrk).
 # Usage: scripts/bench-policy-cpu.sh [DURATION] [CONNS]
 #   POLICIES="manual ttft_aware consistent_hashing" KEYS=1000 WORDS=300 ROUNDS=3
+#   KEYS=0 sends keyless requests (no X-SMG-Routing-Key).
 set -euo pipefail
 
 DURATION=${1:-10}

@@ -13,6 +13,7 @@ ports), then drives it with the official `openai` package, as an application wou
 
 Requires the `openai` package (`python3 -m venv V && V/bin/pip install openai`) and a built
 `berth` binary (`cargo build -p berth`; `--berth PATH` to pick another). Optional in CI.
+`BASE_PORT=N` takes ports N.. N+4 instead of ephemeral ones.
 Exit status 0 when every check passed. Every process it starts is stopped on exit.
 """
 
@@ -32,7 +33,14 @@ from openai import OpenAI
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# BASE_PORT=N: take ports N, N+1, ... (a range reserved for this run) instead of ephemeral ones.
+_NEXT_PORT = [int(os.environ["BASE_PORT"])] if os.environ.get("BASE_PORT") else []
+
+
 def free_port():
+    if _NEXT_PORT:
+        _NEXT_PORT[0] += 1
+        return _NEXT_PORT[0] - 1
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -173,6 +173,20 @@ impl BenchConfig {
             .map(|d| positive("--benchmark-duration", d).map(Duration::from_secs_f64))
             .transpose()?;
         let trace = TraceConfig::from_args(a)?;
+        if routing == SessionRouting::PreviousResponseId {
+            if a.endpoint_type != EndpointType::Responses {
+                return Err(BenchError::config(
+                    "--session-routing",
+                    "previous_response_id needs --endpoint-type responses (a Responses chain)",
+                ));
+            }
+            if trace.is_some() {
+                return Err(BenchError::config(
+                    "--session-routing",
+                    "previous_response_id is not supported with --input-file (trace replay)",
+                ));
+            }
+        }
         let num_sessions = match (a.num_sessions, duration) {
             (Some(0), _) => return Err(BenchError::config("--num-sessions", "must be at least 1")),
             (Some(n), _) if n > MAX_SESSIONS => {
@@ -310,6 +324,10 @@ mod tests {
                     "session=a b",
                 ],
                 "RFC 9110",
+            ),
+            (
+                &["--session-routing", "previous_response_id"][..],
+                "--endpoint-type responses",
             ),
             (&["--num-sessions", "0"], "--num-sessions"),
             (&["--concurrency", "0"], "--concurrency"),

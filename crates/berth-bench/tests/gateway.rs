@@ -7,6 +7,14 @@ use berth_gateway::{Gateway, GatewayConfig, GatewayHandle};
 use berth_sim::{SimHandle, SimWorker};
 
 async fn fleet(policy: &str, routing_key_override: bool) -> (Vec<SimHandle>, GatewayHandle) {
+    fleet_with(policy, routing_key_override, false).await
+}
+
+async fn fleet_with(
+    policy: &str,
+    routing_key_override: bool,
+    allow_requests_without_routing_key: bool,
+) -> (Vec<SimHandle>, GatewayHandle) {
     let mut sims = Vec::new();
     for _ in 0..3 {
         sims.push(
@@ -21,6 +29,7 @@ async fn fleet(policy: &str, routing_key_override: bool) -> (Vec<SimHandle>, Gat
         worker_urls: sims.iter().map(SimHandle::url).collect(),
         policy: Some(policy.to_owned()),
         routing_key_override,
+        allow_requests_without_routing_key,
         ..Default::default()
     };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
@@ -41,8 +50,19 @@ async fn bench(gw: &GatewayHandle, routing: &str) -> RunOutput {
 }
 
 async fn bench_with(gw: &GatewayHandle, routing: &str, concurrency: &str) -> RunOutput {
+    bench_on(gw, routing, concurrency, "chat").await
+}
+
+async fn bench_on(
+    gw: &GatewayHandle,
+    routing: &str,
+    concurrency: &str,
+    endpoint: &str,
+) -> RunOutput {
     let url = format!("http://{}", gw.addr());
     let flags = [
+        "--endpoint-type",
+        endpoint,
         "--url",
         &url,
         "--num-sessions",
@@ -120,6 +140,28 @@ async fn rid_lineage_pins_sessions_under_the_override() {
         out.summary.stickiness.ratio,
         Some(0.0),
         "without the override round robin moves every turn to the next worker"
+    );
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn responses_chains_stay_on_one_worker_through_previous_response_id() {
+    // Turn 1 of each session is keyless (placed at random, its answer's id pinned by the
+    // gateway); every later turn names the previous answer's id and follows it.
+    let (_sims, gw) = fleet_with("manual", false, true).await;
+    let out = bench_on(&gw, "previous_response_id", "3", "responses").await;
+    assert_eq!((out.summary.ok, out.summary.failed), (24, 0));
+    assert_eq!(out.summary.stickiness.eligible, 18);
+    assert_eq!(out.summary.stickiness.ratio, Some(1.0));
+    gw.shutdown().await;
+    // The same run naming nothing: each turn is placed at random again.
+    let (_sims, gw) = fleet_with("manual", false, true).await;
+    let out = bench_on(&gw, "none", "3", "responses").await;
+    assert_eq!(out.summary.ok, 24);
+    assert!(
+        out.summary.stickiness.ratio < Some(1.0),
+        "{:?}",
+        out.summary.stickiness
     );
     gw.shutdown().await;
 }

@@ -224,7 +224,8 @@ impl Metrics {
         );
         registry.register(
             "smg_router_request_body_path",
-            "Request bodies buffered or streamed, and why",
+            "Request bodies buffered, scanned (held until a body key member settles the key) or \
+             streamed, and why",
             m.body_path.clone(),
         );
         registry.register(

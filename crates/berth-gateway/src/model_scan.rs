@@ -1,25 +1,39 @@
-//! Finding a JSON body's top-level `"model"` while the body streams past, without buffering it.
+//! Finding a JSON body's top-level `"model"` (and, when asked, the top-level members that may
+//! name a session) while the body streams past, without buffering it.
 //!
 //! A streamed body is never parsed as a whole, yet an unknown `model` must get 404
-//! `model_not_found` before a worker sees the request (as a buffered body does). [`ModelScan`] is
+//! `model_not_found` before a worker sees the request (as a buffered body does), and a session
+//! key in the body (`--routing-key-sources`) must be known before it is routed. [`ModelScan`] is
 //! a byte-at-a-time state machine over the JSON structure: it tracks nesting depth, strings and
 //! escapes, and at depth 1 which string is a key and which a value. It keeps at most
-//! [`MAX_KEY`] bytes of the current top-level key and [`MAX_MODEL`] bytes of the model's value,
-//! so its memory is bounded whatever the body's size, and it stops looking at bytes as soon as
-//! it has an answer. Escapes in a key or in the model's value are decoded (by `serde_json`, on
-//! the few bytes kept), so `"mod\u0065l"` is `model`.
+//! [`MAX_KEY`] bytes of the current top-level key, [`MAX_MODEL`] bytes of the model's value and
+//! [`MAX_FIELD`] bytes of each kept member's raw value ([`Field`]), so its memory is bounded
+//! whatever the body's size, and it stops looking at bytes as soon as it has every answer it
+//! was asked for. Escapes in a key or in the model's value are decoded (by `serde_json`, on the
+//! few bytes kept), so `"mod\u0065l"` is `model`.
 //!
-//! Answers: the model's value ([`Found::Model`]); no top-level `model` in the object
+//! Model answers: the model's value ([`Found::Model`]); no top-level `model` in the object
 //! ([`Found::NoModel`]); or not something it can judge ([`Found::NotJudged`]): the body is not a
 //! JSON object, `model` is not a string, or its value is longer than [`MAX_MODEL`]. The gateway
 //! passes a `NotJudged` body through as it did before (the worker decides).
 //!
+//! Kept members ([`ModelScan::with_fields`]): each one's raw JSON value as it appeared (the
+//! caller parses these few bytes), [`Kept::TooLong`] past [`MAX_FIELD`], and whether the object
+//! has ended ([`ModelScan::ended`]: no member can come any more). Only the first occurrence of a
+//! member is kept.
+//!
 //! Cost: measured in `benches/model_scan.rs` (figures in docs/benchmarks.md).
 
-/// Longest top-level key kept (longer keys are not `model`).
+/// Longest top-level key kept (longer keys are neither `model` nor a kept member).
 pub const MAX_KEY: usize = 64;
 /// Longest model value kept, escapes included.
 pub const MAX_MODEL: usize = 1024;
+/// Longest raw value kept of a [`Field`] member (a longer one is [`Kept::TooLong`]).
+pub const MAX_FIELD: usize = 4096;
+
+mod fields;
+
+pub use fields::{Field, Kept};
 
 /// What the scan found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +60,14 @@ enum Expect {
     Comma,
 }
 
+/// What the last top-level key named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Other,
+    Model,
+    Field(Field),
+}
+
 /// The incremental scanner; feed it the body's bytes in order.
 #[derive(Debug)]
 pub struct ModelScan {
@@ -55,15 +77,23 @@ pub struct ModelScan {
     escape: bool,
     /// The string being read is a depth-1 key (kept in `buf`).
     in_key: bool,
-    /// The string being read is the `model` value (kept in `buf`).
-    in_model: bool,
-    /// The last key read was `model`.
-    key_is_model: bool,
+    /// The value being read is kept in `buf` (the model's or a field's).
+    keeping: Option<Target>,
+    /// What the last key read named.
+    target: Target,
     /// A depth-1 scalar value (number, literal) is being skipped.
     in_scalar: bool,
     buf: Vec<u8>,
     overflow: bool,
-    found: Option<Found>,
+    model: Option<Found>,
+    /// Whether the model answer is asked for.
+    want_model: bool,
+    /// The fields asked for, and those seen (bit sets over [`Field`]).
+    wanted: u8,
+    seen: u8,
+    kept: [Option<Kept>; 5],
+    /// No top-level member can come any more (the object closed, or it is not one).
+    ended: bool,
 }
 
 impl Default for ModelScan {
@@ -73,7 +103,7 @@ impl Default for ModelScan {
 }
 
 impl ModelScan {
-    /// A scan at the start of a body.
+    /// A scan for the model only, at the start of a body.
     pub fn new() -> Self {
         Self {
             expect: Expect::Start,
@@ -81,47 +111,102 @@ impl ModelScan {
             in_string: false,
             escape: false,
             in_key: false,
-            in_model: false,
-            key_is_model: false,
+            keeping: None,
+            target: Target::Other,
             in_scalar: false,
             buf: Vec::new(),
             overflow: false,
-            found: None,
+            model: None,
+            want_model: true,
+            wanted: 0,
+            seen: 0,
+            kept: Default::default(),
+            ended: false,
         }
     }
 
-    /// The answer, once there is one.
+    /// A scan for the model and `fields`.
+    pub fn with_fields(fields: &[Field]) -> Self {
+        let mut s = Self::new();
+        s.want(fields);
+        s
+    }
+
+    /// Also keeps `fields` from here on (members already passed are not seen).
+    pub fn want(&mut self, fields: &[Field]) {
+        self.wanted |= fields.iter().fold(0, |a, f| a | f.bit());
+    }
+
+    /// From here on, asks only for the model answer (if `model`) and `fields`: [`Self::done`]
+    /// no longer waits for the rest (what was kept stays).
+    pub fn want_only(&mut self, model: bool, fields: &[Field]) {
+        self.want_model = model;
+        self.wanted = fields.iter().fold(0, |a, f| a | f.bit());
+    }
+
+    /// The model answer, once there is one.
     pub fn found(&self) -> Option<&Found> {
-        self.found.as_ref()
+        self.model.as_ref()
     }
 
-    /// The body ended: whatever the scan has not answered yet is not judged.
+    /// Whether the member `field` has been seen (kept, or too long to keep).
+    pub fn seen(&self, field: Field) -> bool {
+        self.seen & field.bit() != 0
+    }
+
+    /// The member `field` as kept.
+    pub fn kept(&self, field: Field) -> Option<&Kept> {
+        self.kept[field as usize].as_ref()
+    }
+
+    /// Changes whenever a member is seen or the object ends (to re-check only then).
+    pub fn progress(&self) -> (u8, bool) {
+        (self.seen, self.ended)
+    }
+
+    /// Whether no member can come any more: the top-level object closed, the body is not a
+    /// JSON object, or it ended ([`Self::finish`]).
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Whether every answer asked for is in (later bytes are ignored).
+    pub fn done(&self) -> bool {
+        (self.model.is_some() || !self.want_model) && (self.ended || self.wanted & !self.seen == 0)
+    }
+
+    /// The body ended: whatever the scan has not answered yet is not judged (and no member
+    /// can come any more).
     pub fn finish(&mut self) -> &Found {
-        self.found.get_or_insert(Found::NotJudged)
+        self.ended = true;
+        self.model.get_or_insert(Found::NotJudged)
     }
 
-    /// Scans the next bytes; returns the answer once there is one (later bytes are ignored).
-    pub fn feed(&mut self, bytes: &[u8]) -> Option<&Found> {
-        if self.found.is_some() {
-            return self.found.as_ref();
+    /// Scans the next bytes; returns whether every answer is in ([`Self::done`]).
+    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+        if self.done() {
+            return true;
         }
         let mut i = 0;
         while i < bytes.len() {
             // Inside a string nobody keeps (message text, mostly): jump to its next quote or
             // backslash, the only bytes that matter there.
-            if self.in_string && !self.in_key && !self.in_model && !self.escape {
+            if self.in_string
+                && !self.in_key
+                && (self.keeping.is_none() || self.overflow)
+                && !self.escape
+            {
                 match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
                     Some(off) => i += off,
                     None => break,
                 }
             }
-            if let Some(f) = self.step(bytes[i]) {
-                self.found = Some(f);
-                break;
+            if self.step(bytes[i]) && self.done() {
+                return true;
             }
             i += 1;
         }
-        self.found.as_ref()
+        false
     }
 
     fn keep(&mut self, b: u8, limit: usize) {
@@ -129,6 +214,15 @@ impl ModelScan {
             self.buf.push(b);
         } else {
             self.overflow = true;
+        }
+    }
+
+    /// Keeps `b` as part of the value being kept, if one is.
+    fn keep_value(&mut self, b: u8) {
+        match self.keeping {
+            Some(Target::Model) => self.keep(b, MAX_MODEL),
+            Some(Target::Field(_)) => self.keep(b, MAX_FIELD),
+            _ => {}
         }
     }
 
@@ -148,12 +242,32 @@ impl ModelScan {
         serde_json::from_slice(&quoted).ok()
     }
 
-    fn step(&mut self, b: u8) -> Option<Found> {
+    /// A kept field's value is complete.
+    fn field_ended(&mut self, field: Field) {
+        self.keeping = None;
+        let raw = std::mem::take(&mut self.buf);
+        self.kept[field as usize] = Some(if std::mem::take(&mut self.overflow) {
+            Kept::TooLong
+        } else {
+            Kept::Raw(raw)
+        });
+        self.seen |= field.bit();
+    }
+
+    /// Top-level parsing is over (the object closed or is not one).
+    fn end(&mut self, model: Found) -> bool {
+        self.ended = true;
+        self.model.get_or_insert(model);
+        true
+    }
+
+    /// One byte; `true` when an answer came in.
+    fn step(&mut self, b: u8) -> bool {
         if self.in_string {
             if self.in_key {
                 self.keep(b, MAX_KEY);
-            } else if self.in_model {
-                self.keep(b, MAX_MODEL);
+            } else {
+                self.keep_value(b);
             }
             if self.escape {
                 self.escape = false;
@@ -163,15 +277,27 @@ impl ModelScan {
                 self.in_string = false;
                 return self.string_ended();
             }
-            return None;
+            return false;
         }
         if self.in_scalar {
             match b {
-                b',' | b'}' | b' ' | b'\t' | b'\n' | b'\r' => self.in_scalar = false,
-                _ => return None,
+                b',' | b'}' | b' ' | b'\t' | b'\n' | b'\r' => {
+                    self.in_scalar = false;
+                    if let Some(Target::Field(f)) = self.keeping {
+                        self.field_ended(f);
+                        // The delimiter is still read below.
+                        let _ = self.step(b);
+                        return true;
+                    }
+                }
+                _ => {
+                    self.keep_value(b);
+                    return false;
+                }
             }
         }
         if self.depth > 1 {
+            self.keep_value(b);
             match b {
                 b'"' => self.in_string = true,
                 b'{' | b'[' => self.depth += 1,
@@ -179,14 +305,18 @@ impl ModelScan {
                     self.depth -= 1;
                     if self.depth == 1 {
                         self.expect = Expect::Comma;
+                        if let Some(Target::Field(f)) = self.keeping {
+                            self.field_ended(f);
+                            return true;
+                        }
                     }
                 }
                 _ => {}
             }
-            return None;
+            return false;
         }
         if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-            return None;
+            return false;
         }
         match (self.expect, b) {
             (Expect::Start, b'{') => {
@@ -197,47 +327,76 @@ impl ModelScan {
                 self.in_string = true;
                 self.in_key = true;
             }
-            (Expect::Key | Expect::Comma, b'}') => return Some(Found::NoModel),
+            (Expect::Key | Expect::Comma, b'}') => return self.end(Found::NoModel),
             (Expect::Colon, b':') => self.expect = Expect::Value,
             (Expect::Comma, b',') => self.expect = Expect::Key,
-            (Expect::Value, _) if self.key_is_model => {
+            (Expect::Value, _) if self.target == Target::Model && self.model.is_none() => {
                 if b != b'"' {
-                    return Some(Found::NotJudged);
+                    // Not judged; the other members are still read.
+                    self.model = Some(Found::NotJudged);
+                    self.value_start(b);
+                    return true;
                 }
                 self.in_string = true;
-                self.in_model = true;
-            }
-            (Expect::Value, b'"') => {
-                self.in_string = true;
+                self.keeping = Some(Target::Model);
                 self.expect = Expect::Comma;
             }
-            (Expect::Value, b'{' | b'[') => self.depth = 2,
             (Expect::Value, _) => {
-                self.in_scalar = true;
-                self.expect = Expect::Comma;
+                if let Target::Field(f) = self.target {
+                    self.keeping = Some(Target::Field(f));
+                    self.keep_value(b);
+                }
+                return self.value_start(b);
             }
-            _ => return Some(Found::NotJudged),
+            _ => return self.end(Found::NotJudged),
         }
-        None
+        false
+    }
+
+    /// The first byte of a depth-1 value that is skipped or kept raw.
+    fn value_start(&mut self, b: u8) -> bool {
+        self.expect = Expect::Comma;
+        match b {
+            b'"' => self.in_string = true,
+            b'{' | b'[' => self.depth = 2,
+            _ => self.in_scalar = true,
+        }
+        false
     }
 
     /// A string just closed at depth 1 (nested strings never reach here).
-    fn string_ended(&mut self) -> Option<Found> {
+    fn string_ended(&mut self) -> bool {
         if self.depth > 1 {
-            return None;
+            return false;
         }
         if std::mem::take(&mut self.in_key) {
             // The closing quote was kept too.
             self.buf.pop();
-            self.key_is_model = self.take_string().as_deref() == Some("model");
+            let key = self.take_string();
+            self.target = match key.as_deref() {
+                Some("model") => Target::Model,
+                Some(k) => Field::ALL
+                    .into_iter()
+                    .find(|f| f.name() == k && self.wanted & f.bit() != 0 && !self.seen(*f))
+                    .map_or(Target::Other, Target::Field),
+                None => Target::Other,
+            };
             self.expect = Expect::Colon;
-            return None;
+            return false;
         }
-        if std::mem::take(&mut self.in_model) {
-            self.buf.pop();
-            return Some(self.take_string().map_or(Found::NotJudged, Found::Model));
+        match self.keeping {
+            Some(Target::Model) => {
+                self.keeping = None;
+                self.buf.pop();
+                self.model = Some(self.take_string().map_or(Found::NotJudged, Found::Model));
+                true
+            }
+            Some(Target::Field(f)) => {
+                self.field_ended(f);
+                true
+            }
+            _ => false,
         }
-        None
     }
 }
 

@@ -225,7 +225,7 @@ async fn the_flag_sets_the_list_and_smg_only_reads_no_body() {
     assert_eq!(
         sample(
             &m,
-            r#"smg_router_request_body_path_total{path="buffered",reason="routing_key_body"}"#
+            r#"smg_router_request_body_path_total{path="scanned",reason="routing_key_body"}"#
         ),
         None
     );
@@ -241,7 +241,7 @@ async fn the_flag_sets_the_list_and_smg_only_reads_no_body() {
     assert_eq!(
         sample(
             &m,
-            r#"smg_router_request_body_path_total{path="buffered",reason="routing_key_body"}"#
+            r#"smg_router_request_body_path_total{path="scanned",reason="routing_key_body"}"#
         ),
         Some(1.0)
     );

@@ -199,6 +199,9 @@ pub enum BodyPath {
     Buffered(&'static str),
     /// Stream the body to the worker unread.
     Streamed(&'static str),
+    /// Hold the body's first frames until a streaming scan of its top-level members settles
+    /// the routing key (a body source may name it), then stream the rest.
+    Scanned(&'static str),
 }
 
 impl BodyPath {
@@ -207,13 +210,14 @@ impl BodyPath {
         match self {
             Self::Buffered(_) => "buffered",
             Self::Streamed(_) => "streamed",
+            Self::Scanned(_) => "scanned",
         }
     }
 
     /// The `reason` label value.
     pub fn reason(self) -> &'static str {
         match self {
-            Self::Buffered(r) | Self::Streamed(r) => r,
+            Self::Buffered(r) | Self::Streamed(r) | Self::Scanned(r) => r,
         }
     }
 }

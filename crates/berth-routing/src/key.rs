@@ -180,6 +180,41 @@ impl KeyConfig {
         body: Option<&BodyKeys>,
         headers: &dyn HeaderSource,
     ) -> Option<RoutingKey> {
+        self.sources
+            .iter()
+            .find_map(|source| self.hit(source, rid, body, headers))
+    }
+
+    /// Whether the body fields seen so far settle the key of a request whose body is still
+    /// arriving (the gateway's streaming scan): some source ranked above every unseen body
+    /// source has a valid value, or every body source was seen. `seen`: whether the body has
+    /// shown that source's member yet (or can show no more: its top-level object ended). Then
+    /// no later byte of the body can change [`Self::derive_with_body`]'s answer.
+    pub fn body_settled(
+        &self,
+        body: Option<&BodyKeys>,
+        headers: &dyn HeaderSource,
+        seen: &dyn Fn(&Source) -> bool,
+    ) -> bool {
+        for source in &self.sources {
+            if source.in_body() && !seen(source) {
+                return false;
+            }
+            if self.hit(source, None, body, headers).is_some() {
+                return true;
+            }
+        }
+        true
+    }
+
+    /// The key one source gives, if it has a valid one.
+    fn hit(
+        &self,
+        source: &Source,
+        rid: Option<&str>,
+        body: Option<&BodyKeys>,
+        headers: &dyn HeaderSource,
+    ) -> Option<RoutingKey> {
         let found = |key: &str, source| {
             Some(RoutingKey {
                 key: key.to_owned(),
@@ -189,40 +224,34 @@ impl KeyConfig {
         fn body_field(v: &Option<String>) -> Option<&str> {
             v.as_deref().and_then(|v| valid_header_key(v.as_bytes()))
         }
-        for source in &self.sources {
-            let hit = match source {
-                Source::Rid => rid
-                    .filter(|_| self.override_on)
-                    .and_then(key_from_rid)
-                    .and_then(|k| found(k, KeySource::Rid)),
-                Source::RoutingKeyHeaders => self.key_in_routing_key_headers(headers),
-                Source::Header(n) => headers
-                    .first_value(n)
-                    .and_then(valid_header_key)
-                    .and_then(|k| found(k, KeySource::SessionHeader)),
-                Source::NvextSessionId => body
-                    .and_then(|b| body_field(&b.nvext_session_id))
-                    .and_then(|k| found(k, KeySource::NvextSessionId)),
-                Source::PreviousResponseId => body
-                    .and_then(|b| body_field(&b.previous_response_key))
-                    .and_then(|k| found(k, KeySource::PreviousResponseId)),
-                Source::PromptCacheKey => body
-                    .and_then(|b| body_field(&b.prompt_cache_key))
-                    .and_then(|k| found(k, KeySource::PromptCacheKey)),
-                Source::Conversation => body
-                    .and_then(|b| body_field(&b.conversation))
-                    .and_then(|k| found(k, KeySource::Conversation)),
-                Source::MetadataUserId => body
-                    .and_then(|b| b.metadata_user_id.as_deref())
-                    .and_then(session_from_user_id)
-                    .and_then(|k| valid_header_key(k.as_bytes()))
-                    .and_then(|k| found(k, KeySource::MetadataUserId)),
-            };
-            if hit.is_some() {
-                return hit;
-            }
+        match source {
+            Source::Rid => rid
+                .filter(|_| self.override_on)
+                .and_then(key_from_rid)
+                .and_then(|k| found(k, KeySource::Rid)),
+            Source::RoutingKeyHeaders => self.key_in_routing_key_headers(headers),
+            Source::Header(n) => headers
+                .first_value(n)
+                .and_then(valid_header_key)
+                .and_then(|k| found(k, KeySource::SessionHeader)),
+            Source::NvextSessionId => body
+                .and_then(|b| body_field(&b.nvext_session_id))
+                .and_then(|k| found(k, KeySource::NvextSessionId)),
+            Source::PreviousResponseId => body
+                .and_then(|b| body_field(&b.previous_response_key))
+                .and_then(|k| found(k, KeySource::PreviousResponseId)),
+            Source::PromptCacheKey => body
+                .and_then(|b| body_field(&b.prompt_cache_key))
+                .and_then(|k| found(k, KeySource::PromptCacheKey)),
+            Source::Conversation => body
+                .and_then(|b| body_field(&b.conversation))
+                .and_then(|k| found(k, KeySource::Conversation)),
+            Source::MetadataUserId => body
+                .and_then(|b| b.metadata_user_id.as_deref())
+                .and_then(session_from_user_id)
+                .and_then(|k| valid_header_key(k.as_bytes()))
+                .and_then(|k| found(k, KeySource::MetadataUserId)),
         }
-        None
     }
 
     /// SMG's header source: the first valid `--routing-key-headers` value (lineage-stripped

@@ -74,6 +74,29 @@ impl Router {
                 .contains(&crate::key::Source::PreviousResponseId)
     }
 
+    /// Whether `nvext.session_control` acts on pins: keys route requests and
+    /// `nvext_session_id` is in `--routing-key-sources` (the gateway then watches a streamed
+    /// body for it).
+    pub fn watches_session_control(&self) -> bool {
+        self.uses_keys()
+            && self
+                .cfg
+                .keys
+                .sources()
+                .contains(&crate::key::Source::NvextSessionId)
+    }
+
+    /// Whether the body members a streaming scan has seen settle the request's key (see
+    /// [`crate::KeyConfig::body_settled`]).
+    pub fn body_key_settled(
+        &self,
+        body: Option<&crate::BodyKeys>,
+        headers: &dyn HeaderSource,
+        seen: &dyn Fn(&crate::key::Source) -> bool,
+    ) -> bool {
+        self.cfg.keys.body_settled(body, headers, seen)
+    }
+
     /// Whether the routing-key override is on (every body must be read for its `rid`).
     pub fn override_on(&self) -> bool {
         self.cfg.keys.override_on()
@@ -129,12 +152,13 @@ impl Router {
         now: Duration,
     ) -> BodyPath {
         let path = self.body_path(tokens_hint_valid, multi_model);
-        // A key only a body source names: read the body (only when keys route the request).
+        // A key only a body source may name: scan the body's members as it arrives (only when
+        // keys route the request).
         if matches!(path, BodyPath::Streamed(_))
             && self.uses_keys()
             && self.cfg.keys.needs_body(headers)
         {
-            return BodyPath::Buffered("routing_key_body");
+            return BodyPath::Scanned("routing_key_body");
         }
         if path == BodyPath::Buffered("ttft_text") && self.ttft_pinned_fine(headers, snap, now) {
             BodyPath::Streamed("ttft_pinned")

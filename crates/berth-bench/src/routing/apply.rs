@@ -24,6 +24,8 @@ pub struct RequestIdentity<'a> {
     pub is_session_final: bool,
     /// Whether this is provably the last request of the whole agent tree.
     pub is_tree_final: bool,
+    /// The id of this session's previous answer (Responses API), `None` on its first turn.
+    pub previous_response_id: Option<&'a str>,
 }
 
 /// A request about to be serialized: headers and the JSON body.
@@ -68,6 +70,12 @@ impl SessionRouting {
             Self::Conversation => {
                 let v = Value::String(id.session_id.to_owned());
                 req.body.insert("conversation".to_owned(), v);
+            }
+            Self::PreviousResponseId => {
+                if let Some(prev) = id.previous_response_id {
+                    let v = Value::String(prev.to_owned());
+                    req.body.insert("previous_response_id".to_owned(), v);
+                }
             }
             Self::ClaudeCodeMetadata => {
                 // Claude Code's form: `user_<64 hex>_account_<account>_session_<session>`.

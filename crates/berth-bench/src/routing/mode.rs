@@ -40,6 +40,10 @@ pub enum SessionRouting {
     PromptCacheKey,
     /// Body `conversation` (OpenAI Responses).
     Conversation,
+    /// Body `previous_response_id` (OpenAI Responses, `--endpoint-type responses`): each turn
+    /// after the first names the id of the answer to the turn before; the first turn names
+    /// nothing (a gateway that follows chains keys the chain by that first answer's id).
+    PreviousResponseId,
     /// `session_id` header, as Codex CLI sends it.
     CodexSessionHeader,
     /// `X-Claude-Code-Session-Id` header, as Claude Code sends it.
@@ -58,8 +62,8 @@ pub enum SessionRouting {
 }
 
 const MODES: &str = "dynamo_headers, dynamo_nvext, smg_routing_key, session_id_header, \
-                     identity_headers, prompt_cache_key, conversation, codex_session_header, \
-                     claude_code_header, claude_code_metadata, rid, none";
+                     identity_headers, prompt_cache_key, conversation, previous_response_id, \
+                     codex_session_header, claude_code_header, claude_code_metadata, rid, none";
 
 /// The modes that take no options, with their values.
 const PRESETS: &[(&str, SessionRouting)] = &[
@@ -70,6 +74,7 @@ const PRESETS: &[(&str, SessionRouting)] = &[
     ("session_id_header", SessionRouting::SessionIdHeader),
     ("prompt_cache_key", SessionRouting::PromptCacheKey),
     ("conversation", SessionRouting::Conversation),
+    ("previous_response_id", SessionRouting::PreviousResponseId),
     ("codex_session_header", SessionRouting::CodexSessionHeader),
     ("claude_code_header", SessionRouting::ClaudeCodeHeader),
     ("claude_code_metadata", SessionRouting::ClaudeCodeMetadata),
@@ -165,6 +170,7 @@ impl SessionRouting {
             Self::SessionIdHeader => "session_id_header",
             Self::PromptCacheKey => "prompt_cache_key",
             Self::Conversation => "conversation",
+            Self::PreviousResponseId => "previous_response_id",
             Self::CodexSessionHeader => "codex_session_header",
             Self::ClaudeCodeHeader => "claude_code_header",
             Self::ClaudeCodeMetadata => "claude_code_metadata",

@@ -65,6 +65,8 @@ impl TurnSink for HttpSink {
             retry: 0,
             is_session_final: turn.is_last,
             is_tree_final: turn.is_last,
+            // Trace replay sends no chains (refused at start-up with `previous_response_id`).
+            previous_response_id: None,
         };
         send_turn(
             ctx,
@@ -75,6 +77,7 @@ impl TurnSink for HttpSink {
             Some(&*self.ideal),
         )
         .await
+        .map(|(text, _)| text)
     }
 }
 

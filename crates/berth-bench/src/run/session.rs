@@ -110,6 +110,8 @@ pub fn run_session(ctx: Arc<RunContext>, mut node: SessionNode) -> SessionFuture
         let last = plan.turns.len().saturating_sub(1);
         let mut child_answers: Vec<String> = Vec::new();
         let mut answer = None;
+        // The previous answer's id (Responses API): the next turn's `previous_response_id`.
+        let mut previous: Option<String> = None;
         for (i, turn) in plan.turns.iter().enumerate() {
             if !ctx.sleep(Duration::from_millis(turn.delay_ms)).await {
                 return None;
@@ -136,8 +138,11 @@ pub fn run_session(ctx: Arc<RunContext>, mut node: SessionNode) -> SessionFuture
                 is_session_final: i == last,
                 // Parents wait for their children, so the root's final turn ends the tree.
                 is_tree_final: node.depth == 0 && i == last,
+                previous_response_id: previous.as_deref(),
             };
-            let text = send_turn(&ctx, &node, identity, &history, turn.output_tokens, None).await?;
+            let (text, id) =
+                send_turn(&ctx, &node, identity, &history, turn.output_tokens, None).await?;
+            previous = id;
             history.push(Message {
                 role: Role::Assistant,
                 content: text.clone(),
@@ -160,7 +165,7 @@ pub fn run_session(ctx: Arc<RunContext>, mut node: SessionNode) -> SessionFuture
 }
 
 /// Sends one turn, retrying transport errors, 429 and 5xx up to `--max-retries` times; returns
-/// the answer text of the successful attempt. With `ideal` (trace replay), the prompt as sent
+/// the answer text of the successful attempt and its Responses id (if it had one). With `ideal` (trace replay), the prompt as sent
 /// is looked up in and added to the ideal cache, its figures go into the records, and the
 /// answer joins the cache.
 pub(crate) async fn send_turn(
@@ -170,7 +175,7 @@ pub(crate) async fn send_turn(
     history: &[Message],
     max_tokens: u64,
     ideal: Option<&Mutex<IdealCache>>,
-) -> Option<String> {
+) -> Option<(String, Option<String>)> {
     let cfg = &ctx.config;
     // (prompt tokens as sent, ideal cached tokens), computed on the first attempt.
     let mut ideal_prompt: Option<(Vec<u64>, u64)> = None;
@@ -210,6 +215,7 @@ pub(crate) async fn send_turn(
             ex.transport_error.is_some() || ex.status.is_some_and(|s| s == 429 || s >= 500);
         let ok = ex.ok();
         let text = ok.then(|| ex.body.text.clone());
+        let response_id = ex.body.response_id.clone();
         let mut rec = record(ctx, node, &identity, seq, &ex, raw);
         if let Some((tokens, hit)) = &ideal_prompt {
             rec.ideal_prompt_tokens = Some(tokens.len() as u64);
@@ -222,7 +228,7 @@ pub(crate) async fn send_turn(
             {
                 c.answered(tokens, answer);
             }
-            return text;
+            return text.map(|t| (t, response_id));
         }
         if !retryable {
             return None;

@@ -65,9 +65,14 @@ fn content_text(content: Option<&Value>) -> String {
 pub fn sent_tokens(endpoint: EndpointType, body: &Map<String, Value>) -> Vec<Token> {
     let mut text = String::new();
     match endpoint {
-        EndpointType::Chat => {
+        EndpointType::Chat | EndpointType::Responses => {
+            let items = if endpoint == EndpointType::Chat {
+                "messages"
+            } else {
+                "input"
+            };
             for m in body
-                .get("messages")
+                .get(items)
                 .and_then(Value::as_array)
                 .map(Vec::as_slice)
                 .unwrap_or_default()

@@ -23,19 +23,22 @@ pub struct Usage {
 impl Usage {
     /// Reads whichever usage the chunk carries, keeping what it already has otherwise.
     fn merge_from(&mut self, v: &Value) {
-        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
-            self.prompt_tokens = u
-                .get("prompt_tokens")
-                .and_then(Value::as_u64)
-                .or(self.prompt_tokens);
-            self.completion_tokens = u
-                .get("completion_tokens")
-                .and_then(Value::as_u64)
-                .or(self.completion_tokens);
-            self.cached_tokens = u
-                .pointer("/prompt_tokens_details/cached_tokens")
-                .and_then(Value::as_u64)
-                .or(self.cached_tokens);
+        // Responses: `usage` (whole body) or `response.usage` (`response.completed`), named
+        // `input_tokens` / `output_tokens`.
+        let usage = v
+            .get("usage")
+            .or_else(|| v.pointer("/response/usage"))
+            .filter(|u| u.is_object());
+        if let Some(u) = usage {
+            let first = |names: &[&str]| names.iter().find_map(|n| u.pointer(n)?.as_u64());
+            self.prompt_tokens = first(&["/prompt_tokens", "/input_tokens"]).or(self.prompt_tokens);
+            self.completion_tokens =
+                first(&["/completion_tokens", "/output_tokens"]).or(self.completion_tokens);
+            self.cached_tokens = first(&[
+                "/prompt_tokens_details/cached_tokens",
+                "/input_tokens_details/cached_tokens",
+            ])
+            .or(self.cached_tokens);
         }
         if let Some(m) = v.get("meta_info").filter(|m| m.is_object()) {
             self.prompt_tokens = m
@@ -70,6 +73,9 @@ pub struct ResponseReader {
     pub error: Option<(Option<String>, String)>,
     /// Whether the body could not be parsed.
     pub malformed: bool,
+    /// The Responses API answer's id (`id` of a whole body, `response.id` of a stream's
+    /// `response.created`), the next turn's `previous_response_id`.
+    pub response_id: Option<String>,
 }
 
 impl ResponseReader {
@@ -84,6 +90,7 @@ impl ResponseReader {
             content_events: 0,
             error: None,
             malformed: false,
+            response_id: None,
         }
     }
 
@@ -151,6 +158,13 @@ impl ResponseReader {
             self.error = Some((code, message));
             return;
         }
+        if self.endpoint == EndpointType::Responses && self.response_id.is_none() {
+            self.response_id = v
+                .get("id")
+                .or_else(|| v.pointer("/response/id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
         let piece = match self.endpoint {
             EndpointType::Chat => v
                 .pointer("/choices/0/delta/content")
@@ -158,6 +172,17 @@ impl ResponseReader {
                 .and_then(Value::as_str),
             EndpointType::Completions => v.pointer("/choices/0/text").and_then(Value::as_str),
             EndpointType::Generate => v.get("text").and_then(Value::as_str),
+            // A whole answer's output text, a stream's text deltas (the sim streams
+            // completion chunks after `response.created`).
+            EndpointType::Responses => v
+                .pointer("/output/0/content/0/text")
+                .or_else(|| {
+                    (v.get("type").and_then(Value::as_str) == Some("response.output_text.delta"))
+                        .then(|| v.get("delta"))
+                        .flatten()
+                })
+                .or_else(|| v.pointer("/choices/0/text"))
+                .and_then(Value::as_str),
         };
         let Some(piece) = piece else { return };
         if piece.is_empty() {
@@ -215,6 +240,45 @@ mod tests {
         assert_eq!(r.text, "a b");
         assert_eq!(r.usage.cached_tokens, Some(3));
         assert_eq!(r.content_events, 2);
+    }
+
+    #[test]
+    fn responses_ids_text_and_usage() {
+        let mut r = ResponseReader::new(EndpointType::Responses, false);
+        r.feed(br#"{"id":"resp_1","object":"response","output":[{"type":"message","id":"msg_1","content":[{"type":"output_text","text":"hi"}]}],"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":4},"output_tokens":1}}"#);
+        r.finish();
+        assert_eq!(r.response_id.as_deref(), Some("resp_1"));
+        assert_eq!(r.text, "hi");
+        assert_eq!(
+            r.usage,
+            Usage {
+                prompt_tokens: Some(9),
+                cached_tokens: Some(4),
+                completion_tokens: Some(1)
+            }
+        );
+        // A stream: the id from `response.created`, text from the deltas (OpenAI's events or
+        // the sim's completion chunks), never an item's id.
+        let mut s = ResponseReader::new(EndpointType::Responses, true);
+        for event in [
+            r#"event: response.created"#,
+            r#"data: {"type":"response.created","response":{"id":"resp_2","output":[]}}"#,
+            r#"data: {"type":"response.output_item.added","item":{"id":"msg_2"}}"#,
+            r#"data: {"type":"response.output_text.delta","delta":"a"}"#,
+            r#"data: {"choices":[{"text":"b"}]}"#,
+            r#"data: {"type":"response.completed","response":{"id":"resp_2","usage":{"input_tokens":3,"output_tokens":2}}}"#,
+        ] {
+            s.feed(format!("{event}\n\n").as_bytes());
+        }
+        s.finish();
+        assert_eq!(s.response_id.as_deref(), Some("resp_2"));
+        assert_eq!(s.text, "ab");
+        assert_eq!(s.usage.prompt_tokens, Some(3));
+        // Other endpoints never read an id.
+        let mut c = ResponseReader::new(EndpointType::Chat, false);
+        c.feed(br#"{"id":"chatcmpl-1","choices":[{"message":{"content":"x"}}]}"#);
+        c.finish();
+        assert_eq!(c.response_id, None);
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub enum EndpointType {
     Completions,
     /// SGLang native generation, `POST /generate`.
     Generate,
+    /// OpenAI Responses, `POST /v1/responses` (the history as `input` items).
+    Responses,
 }
 
 impl EndpointType {
@@ -25,6 +27,7 @@ impl EndpointType {
             Self::Chat => "/v1/chat/completions",
             Self::Completions => "/v1/completions",
             Self::Generate => "/generate",
+            Self::Responses => "/v1/responses",
         }
     }
 }
@@ -91,6 +94,15 @@ pub fn request_body(
             body.insert("prompt".into(), json!(flatten(history)));
             body.insert("max_tokens".into(), json!(max_tokens));
         }
+        EndpointType::Responses => {
+            let input: Vec<Value> = history
+                .iter()
+                .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+                .collect();
+            body.insert("model".into(), json!(model));
+            body.insert("input".into(), Value::Array(input));
+            body.insert("max_output_tokens".into(), json!(max_tokens));
+        }
         EndpointType::Generate => {
             body.insert("text".into(), json!(flatten(history)));
             body.insert(
@@ -100,7 +112,7 @@ pub fn request_body(
         }
     }
     body.insert("stream".into(), json!(streaming));
-    if streaming && endpoint != EndpointType::Generate {
+    if streaming && matches!(endpoint, EndpointType::Chat | EndpointType::Completions) {
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     body

@@ -5,7 +5,7 @@ use super::*;
 fn scan_chunks(chunks: &[&[u8]]) -> Found {
     let mut s = ModelScan::new();
     for c in chunks {
-        if s.feed(c).is_some() {
+        if s.feed(c) {
             break;
         }
     }
@@ -59,11 +59,112 @@ fn no_model_and_not_judged() {
 fn stops_at_the_answer_and_keeps_little() {
     let mut s = ModelScan::new();
     let big = format!(r#"{{"model":"m","messages":"{}"}}"#, "y".repeat(1 << 20));
-    assert_eq!(s.feed(big.as_bytes()), Some(&Found::Model("m".into())));
+    assert!(s.feed(big.as_bytes()));
+    assert_eq!(s.found(), Some(&Found::Model("m".into())));
     let mut s = ModelScan::new();
     let big = format!(r#"{{"messages":"{}","model":"m"}}"#, "y".repeat(1 << 20));
     s.feed(big.as_bytes());
     assert!(s.buf.capacity() <= MAX_MODEL.max(MAX_KEY) * 2);
+}
+
+/// The fields a body's scan keeps, as strings, and whether the object ended.
+fn fields(chunks: &[&[u8]]) -> (Vec<(Field, Option<String>)>, bool) {
+    let mut s = ModelScan::with_fields(&Field::ALL);
+    for c in chunks {
+        if s.feed(c) {
+            break;
+        }
+    }
+    let kept = Field::ALL
+        .into_iter()
+        .filter_map(|f| {
+            s.kept(f).map(|k| {
+                (
+                    f,
+                    match k {
+                        Kept::Raw(r) => Some(String::from_utf8(r.clone()).unwrap()),
+                        Kept::TooLong => None,
+                    },
+                )
+            })
+        })
+        .collect();
+    (kept, s.ended())
+}
+
+#[test]
+fn keeps_the_raw_values_of_the_fields_asked_for() {
+    let body = r#"{"messages":[{"role":"user","content":"say \"nvext\": {"}],
+        "prompt_cache_key" : "p\u0031", "conversation":{"id":"c","x":[1,{"y":"}"}]},
+        "metadata":{"user_id":"u_session_s"},"previous_response_id":null,
+        "nvext":{"session_control":{"session_id":"s","action":"close"}},"n":7,"model":"m"}"#;
+    let want = vec![
+        (Field::PromptCacheKey, Some(r#""p\u0031""#.to_owned())),
+        (Field::PreviousResponseId, Some("null".to_owned())),
+        (
+            Field::Conversation,
+            Some(r#"{"id":"c","x":[1,{"y":"}"}]}"#.to_owned()),
+        ),
+        (
+            Field::Metadata,
+            Some(r#"{"user_id":"u_session_s"}"#.to_owned()),
+        ),
+        (
+            Field::Nvext,
+            Some(r#"{"session_control":{"session_id":"s","action":"close"}}"#.to_owned()),
+        ),
+    ];
+    // every field seen: done before the object's end (the model came last)
+    let (kept, _) = fields(&[body.as_bytes()]);
+    assert_eq!(kept, want);
+    // byte by byte: the same
+    let bytes: Vec<&[u8]> = body.as_bytes().chunks(1).collect();
+    assert_eq!(fields(&bytes).0, want);
+    // scalars at the end of the object, and a member only once
+    let (kept, ended) = fields(&[br#"{"previous_response_id":12,"conversation":true}"#]);
+    assert_eq!(
+        kept,
+        vec![
+            (Field::PreviousResponseId, Some("12".to_owned())),
+            (Field::Conversation, Some("true".to_owned())),
+        ]
+    );
+    assert!(ended);
+    let (kept, _) = fields(&[br#"{"conversation":"a","conversation":"b"}"#]);
+    assert_eq!(kept, vec![(Field::Conversation, Some(r#""a""#.to_owned()))]);
+    // too long: seen, not kept; nested members of the same name are not top-level
+    let long = format!(
+        r#"{{"metadata":{{"pad":"{}"}},"x":{{"nvext":1}}}}"#,
+        "x".repeat(MAX_FIELD)
+    );
+    let (kept, ended) = fields(&[long.as_bytes()]);
+    assert_eq!(kept, vec![(Field::Metadata, None)]);
+    assert!(ended);
+    // fields not asked for are not kept
+    let mut s = ModelScan::with_fields(&[Field::Nvext]);
+    s.feed(br#"{"prompt_cache_key":"p","nvext":{}}"#);
+    assert_eq!(
+        (s.kept(Field::PromptCacheKey), s.seen(Field::Nvext)),
+        (None, true)
+    );
+}
+
+#[test]
+fn done_waits_for_what_was_asked() {
+    // A model that is not a string is not judged, and the fields are still read.
+    let mut s = ModelScan::with_fields(&[Field::Nvext]);
+    assert!(!s.feed(br#"{"model":5,"messages":[]"#));
+    assert_eq!(s.found(), Some(&Found::NotJudged));
+    assert!(s.feed(br#","nvext":{"a":1}}"#));
+    // Asking only for the fields: no wait for the model.
+    let mut s = ModelScan::with_fields(&[Field::Nvext]);
+    s.want_only(false, &[Field::Nvext]);
+    assert!(s.feed(br#"{"nvext":{}"#));
+    assert_eq!(s.found(), None);
+    // Not an object: ended, nothing kept.
+    let mut s = ModelScan::with_fields(&Field::ALL);
+    assert!(s.feed(b"[1]"));
+    assert!(s.ended());
 }
 
 proptest! {
@@ -94,5 +195,56 @@ proptest! {
         }
         chunks.push(&bytes[last..]);
         prop_assert_eq!(scan_chunks(&chunks), Found::Model(model));
+    }
+}
+
+proptest! {
+    /// Any split of the body gives the same kept members, and each kept raw value parses to
+    /// the value serde_json reads at that top-level member.
+    #[test]
+    fn kept_members_are_serde_values_whatever_the_chunking(
+        members in proptest::collection::vec(
+            (
+                prop_oneof![
+                    Just("nvext"), Just("metadata"), Just("conversation"),
+                    Just("prompt_cache_key"), Just("messages"), Just("model"),
+                ],
+                prop_oneof![
+                    "[a-z \"{}\\[\\]:,\\\\]{0,12}".prop_map(serde_json::Value::String),
+                    any::<i32>().prop_map(serde_json::Value::from),
+                    "[a-z\"]{0,6}".prop_map(|s| serde_json::json!({"session_control": {"session_id": s, "x": [1, {"y": null}]}})),
+                    Just(serde_json::json!([true, false, "}"])),
+                ],
+            ),
+            0..6,
+        ),
+        cuts in proptest::collection::vec(0usize..300, 0..6),
+    ) {
+        let mut obj = serde_json::Map::new();
+        for (k, v) in &members {
+            obj.insert((*k).to_owned(), v.clone());
+        }
+        let body = serde_json::Value::Object(obj.clone()).to_string();
+        let bytes = body.as_bytes();
+        let mut points: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+        points.sort_unstable();
+        let mut chunks = Vec::new();
+        let mut last = 0;
+        for p in points {
+            chunks.push(&bytes[last..p]);
+            last = p;
+        }
+        chunks.push(&bytes[last..]);
+        let (kept, ended) = fields(&chunks);
+        let whole = fields(&[bytes]).0;
+        prop_assert_eq!(&kept, &whole);
+        for f in Field::ALL {
+            let got = kept.iter().find(|(k, _)| *k == f).map(|(_, v)| {
+                serde_json::from_str::<serde_json::Value>(v.as_deref().unwrap()).unwrap()
+            });
+            prop_assert_eq!(got.as_ref(), obj.get(f.name()), "{:?}", f);
+        }
+        let all_seen = Field::ALL.iter().all(|f| obj.contains_key(f.name()));
+        prop_assert!(ended || all_seen);
     }
 }

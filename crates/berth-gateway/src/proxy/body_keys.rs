@@ -6,6 +6,7 @@
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use crate::model_scan::{Field, Kept, ModelScan};
 use crate::routing::BodyKeys;
 
 /// A string field that may hold anything else (then skipped, never a parse error).
@@ -113,6 +114,35 @@ impl SessionAction {
 }
 
 impl KeyFields {
+    /// The members a streaming scan kept, each parsed as the buffered parser reads it (a value
+    /// that does not parse, or was too long to keep, is skipped like one of the wrong type).
+    pub(super) fn from_scan(scan: &ModelScan) -> Self {
+        fn parse<T: serde::de::DeserializeOwned>(scan: &ModelScan, f: Field) -> Option<T> {
+            match scan.kept(f)? {
+                Kept::Raw(raw) => serde_json::from_slice(raw).ok(),
+                Kept::TooLong => None,
+            }
+        }
+        Self {
+            prompt_cache_key: parse(scan, Field::PromptCacheKey),
+            conversation: parse(scan, Field::Conversation),
+            metadata: parse(scan, Field::Metadata),
+            nvext: parse(scan, Field::Nvext),
+            previous_response_id: parse(scan, Field::PreviousResponseId),
+        }
+    }
+
+    /// Only `nvext`, from its raw value.
+    pub(super) fn from_nvext(raw: &Kept) -> Self {
+        Self {
+            nvext: match raw {
+                Kept::Raw(raw) => serde_json::from_slice(raw).ok(),
+                Kept::TooLong => None,
+            },
+            ..Self::default()
+        }
+    }
+
     /// The session control's action and its (raw) `session_id`, when both are strings and the
     /// action is `bind` or `close`.
     pub(super) fn session_control(&self) -> Option<(SessionAction, String)> {
@@ -136,6 +166,14 @@ impl KeyFields {
             _ => return None,
         };
         Some((action, id.clone()))
+    }
+
+    /// The raw `previous_response_id`, when it is a string (left in place).
+    pub(super) fn previous_response_id(&self) -> Option<&str> {
+        match &self.previous_response_id {
+            Some(Str::One(s)) => Some(s),
+            _ => None,
+        }
     }
 
     /// The raw `previous_response_id`, when it is a string.

@@ -8,7 +8,9 @@
 //!
 //! A keyless response (the policy placed it at random) gets a key all the same: its own id,
 //! with its worker pinned under it (here, and placed in the store unless already there), so
-//! the next turn of the chain reaches that worker.
+//! the next turn of the chain reaches that worker. In PD mode both legs' workers are pinned
+//! under it (the decode router's pin scoped `Leg::Decode`, the prefill router's `Leg::Prefill`;
+//! there is no sticky store in PD mode).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -109,6 +111,8 @@ pub(crate) struct ChainWatch {
     key: Option<String>,
     state: Arc<AppState>,
     worker: WorkerId,
+    /// PD mode: the prefill leg's worker (`worker` is then the decode worker).
+    prefill: Option<WorkerId>,
     model: Option<String>,
     write: Option<Write>,
 }
@@ -123,11 +127,13 @@ impl std::fmt::Debug for ChainWatch {
 }
 
 impl ChainWatch {
-    /// A watch for a successful Responses answer from `worker`, when chains key requests.
+    /// A watch for a successful Responses answer from `worker` (in PD mode the decode worker,
+    /// with `prefill` the prefill leg's), when chains key requests.
     pub(crate) fn new(
         state: &Arc<AppState>,
         key: Option<&str>,
         worker: WorkerId,
+        prefill: Option<WorkerId>,
         model: Option<&str>,
     ) -> Option<Self> {
         state.router.follows_chains().then(|| Self {
@@ -135,6 +141,7 @@ impl ChainWatch {
             key: key.map(str::to_owned),
             state: Arc::clone(state),
             worker,
+            prefill,
             model: model.map(str::to_owned),
             write: None,
         })
@@ -155,10 +162,19 @@ impl ChainWatch {
             None => {
                 // Keyless: the id is the chain's key, its worker pinned under it (only a router
                 // that keeps pins can follow a keyless chain).
-                let Some(hash) = state
-                    .router
-                    .pin_hash(&id, self.model.as_deref(), Leg::Regular)
-                else {
+                let model = self.model.as_deref();
+                let leg = match (&state.pd, self.prefill) {
+                    (Some(legs), Some(prefill)) => {
+                        if let Some(hash) = legs.router.pin_hash(&id, model, Leg::Prefill) {
+                            let view = legs.registry.view();
+                            legs.router
+                                .install_pin(hash, &[prefill], now, &view.snapshot);
+                        }
+                        Leg::Decode
+                    }
+                    _ => Leg::Regular,
+                };
+                let Some(hash) = state.router.pin_hash(&id, model, leg) else {
                     return;
                 };
                 let view = state.registry.view();

@@ -40,6 +40,7 @@ pub(crate) async fn regular(
         tokens,
         inspect_body,
         view,
+        nvext: _,
     } = prep;
     let facts = RouteFacts::new(
         endpoint,
@@ -113,7 +114,7 @@ pub(crate) async fn regular(
                 let chain = (endpoint == Endpoint::Responses)
                     .then(|| {
                         let key = decision.key.as_ref().map(|k| k.key.as_str());
-                        ChainWatch::new(state, key, worker.id, model)
+                        ChainWatch::new(state, key, worker.id, None, model)
                     })
                     .flatten();
                 return Ok(respond(

@@ -14,7 +14,7 @@ use http::{Request, Response};
 
 use super::prepare::prepare;
 use super::respond::Body;
-use super::{Endpoint, dispatch, pd, session};
+use super::{Endpoint, dispatch, pd, scan_keys, session};
 use crate::error::GatewayError;
 use crate::request_body::ClientBody;
 use crate::state::AppState;
@@ -46,21 +46,22 @@ async fn forward(
 ) -> Result<Response<Body>, GatewayError> {
     let (parts, body) = req.into_parts();
     let prepared = prepare(state, endpoint, parts, body).await?;
-    match &state.pd {
-        None => {
-            // A session close applies once the request has been answered (or refused), before
-            // its response goes back.
-            let session = prepared.inspected.session.clone().map(|(action, id)| {
-                let model = prepared.model().map(str::to_owned);
-                (action, id, model, Arc::clone(&prepared.view))
-            });
-            let resp = dispatch::regular(state, pool, endpoint, prepared, start).await;
-            if let Some((action, id, model, view)) = session {
-                session::control(state, &view, action, &id, model.as_deref()).await;
-            }
-            resp
-        }
+    // A session control applies once the request has been answered (or refused), before its
+    // response goes back. A streamed body's is seen by the scan as the body passes (a worker
+    // has read the whole body before it answers).
+    let known = prepared.inspected.session.clone();
+    let late = prepared.nvext.clone();
+    let model = (known.is_some() || late.is_some())
+        .then(|| prepared.model().map(str::to_owned))
+        .flatten();
+    let resp = match &state.pd {
+        None => dispatch::regular(state, pool, endpoint, prepared, start).await,
         // boxed: PD's future (two legs at once) would otherwise size every request's future
         Some(legs) => Box::pin(pd::dispatch(state, legs, pool, endpoint, prepared, start)).await,
+    };
+    let seen = known.or_else(|| late?.get().and_then(scan_keys::session_of));
+    if let Some((action, id)) = seen {
+        session::control(state, action, &id, model.as_deref()).await;
     }
+    resp
 }

@@ -7,6 +7,7 @@
 //! - `headers.rs`: what is forwarded (end-to-end headers) and what is not (hop-by-hop, hints).
 //! - `rank.rs`: writing `data_parallel_rank` into bodies sent to `<url>@<rank>` workers.
 //! - `session.rs`: `nvext.session_control` (`bind` counted, `close` drops the session's pin).
+//! - `scan_keys.rs`: the key members of a streamed body, as the streaming scan keeps them.
 //! - `chain.rs`: Responses chains: a response's id recorded under its key as it passes; a
 //!   `previous_response_id` resolved to that key.
 //! - `handler.rs`: one request as named stages: inspect (`prepare.rs`), route (`route.rs`),
@@ -28,6 +29,7 @@ mod rank;
 mod respond;
 mod rewrite;
 mod route;
+mod scan_keys;
 mod session;
 
 pub(crate) use endpoint::Endpoint;

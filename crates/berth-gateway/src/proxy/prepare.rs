@@ -2,9 +2,9 @@
 //!
 //! Decide whether the body must be read (the core's `body_path`; `data_parallel_rank` when the
 //! worker view holds `<url>@<rank>` workers; always in PD mode, where the bootstrap fields are
-//! written into it), count it, and read it with the `--max-payload-size` limit, or leave it to
-//! stream. Then check its model against the workers (as they are once the body is in) and count
-//! the request.
+//! written into it), count it, and read it with the `--max-payload-size` limit, scan its
+//! first frames for a key member (`scanned`, `scan_keys.rs`), or leave it to stream. Then check
+//! its model against the workers (as they are once the body is in) and count the request.
 
 use std::sync::Arc;
 
@@ -14,11 +14,14 @@ use super::Endpoint;
 use super::headers::{HeaderMapSource, ROUTING_TOKENS};
 use super::held::Held;
 use super::inspect::{Inspected, inspect};
+use super::scan_keys;
 use crate::error::GatewayError;
 use crate::metrics::{BodyPathLabels, RequestLabels};
+use crate::model_scan::ModelScan;
 use crate::registry::View;
 use crate::request_body::{
-    BodyDeadline, CAPTURE_LIMIT, ClientBody, LateCheck, Lookahead, read_ahead, read_body,
+    BodyDeadline, CAPTURE_LIMIT, ClientBody, KeyHold, LOOKAHEAD_LIMIT, LateCheck, Lookahead,
+    NvextSlot, read_ahead, read_body,
 };
 use crate::routing::{BodyPath, PolicyKind, parse_routing_tokens};
 use crate::state::AppState;
@@ -38,6 +41,9 @@ pub(crate) struct Prepared {
     pub(crate) inspect_body: bool,
     /// The workers as they were when the body was in.
     pub(crate) view: Arc<View>,
+    /// A streamed body's `nvext`, once the scan has seen it (session control applied after
+    /// the response).
+    pub(crate) nvext: Option<NvextSlot>,
 }
 
 impl Prepared {
@@ -80,12 +86,18 @@ pub(crate) async fn prepare(
             state.clock.now(),
         ),
     };
+    // Rank workers need the body held to add the rank: a body scanned for its key is then read.
+    let core_path = match core_path {
+        BodyPath::Scanned(reason) if view.data_parallel => BodyPath::Buffered(reason),
+        path => path,
+    };
     // Routing reads the body only when the core asks; rank workers need it held to add the rank.
     let inspect_body = matches!(core_path, BodyPath::Buffered(_));
     let body_path = match core_path {
         BodyPath::Streamed(_) if view.data_parallel => BodyPath::Buffered("data_parallel_rank"),
         path => path,
     };
+    let scanned = matches!(body_path, BodyPath::Scanned(_));
     let buffered = matches!(body_path, BodyPath::Buffered(_));
     state
         .metrics
@@ -100,6 +112,8 @@ pub(crate) async fn prepare(
     if length.is_some_and(|n| n > max as u64) {
         return Err(GatewayError::PayloadTooLarge(max));
     }
+    // Where a streamed body's session control lands once the late scan sees it.
+    let mut nvext = None;
     // `stream` for the requests metric: `None` when the body was not read as a JSON object.
     let (held, inspected, stream) = if inspect_body {
         let bytes = read_body(body, max, deadline, &state.body_budget, length).await?;
@@ -115,9 +129,14 @@ pub(crate) async fn prepare(
         let bytes = read_body(body, max, deadline, &state.body_budget, length).await?;
         let read = inspect(&bytes, false).ok();
         let stream = read.as_ref().map(|i| i.stream);
-        // Routing sees nothing of the body, but its model is still checked.
+        // Routing sees nothing of the body, but its model is still checked (and its session
+        // control applied, as a streamed body's is).
+        let read = read.unwrap_or_default();
         let inspected = Inspected {
-            model: read.and_then(|i| i.model),
+            model: read.model,
+            session: read
+                .session
+                .filter(|_| state.router.watches_session_control()),
             ..Inspected::default()
         };
         (Held::Buffered(bytes), inspected, stream)
@@ -129,26 +148,46 @@ pub(crate) async fn prepare(
         };
         let mut body = body;
         // Workers that list models: learn the body's `model` from its first frames (a model no
-        // worker serves is refused before any byte goes out), and keep checking past them.
-        let (ahead, late) = if view.models.is_empty() {
-            (Lookahead::default(), None)
+        // worker serves is refused before any byte goes out), and keep checking past them. A
+        // key a body member may name: hold the frames until the members seen settle it.
+        let want_model = !view.models.is_empty();
+        let watch = state.router.watches_session_control();
+        let settled = |scan: &ModelScan| scan_keys::settled(state, &parts.headers, scan);
+        let hold = scanned.then(|| KeyHold {
+            settled: &settled,
+            budget: &state.body_budget,
+        });
+        let ahead = if want_model || scanned {
+            let fields = scan_keys::fields(scanned, watch);
+            read_ahead(&mut body, max, deadline, want_model, fields, hold).await?
         } else {
-            let mut ahead = read_ahead(&mut body, max, deadline).await?;
-            let late = ahead.scan.found().is_none().then(|| LateCheck {
-                scan: std::mem::take(&mut ahead.scan),
-                known: view.models.clone(),
-            });
-            (ahead, late)
+            Lookahead::default()
         };
-        let inspected = Inspected {
-            model: ahead.model().map(str::to_owned),
-            ..Inspected::default()
-        };
+        let inspected =
+            scan_keys::inspected(&ahead.scan, ahead.model().map(str::to_owned), scanned);
+        // A session control the scan has not seen yet is watched for as the body streams on.
+        if inspected.session.is_none() && watch && !ahead.scan.ended() {
+            nvext = Some(NvextSlot::default());
+        }
+        let mut ahead = ahead;
+        let late = LateCheck::new(
+            std::mem::take(&mut ahead.scan),
+            want_model.then(|| view.models.clone()),
+            nvext.clone(),
+        );
+        let ended = late.is_none() && http_body::Body::is_end_stream(&body);
         // The lookahead may already hold the whole body (a small one arrives in one frame):
-        // then it is sent as bytes held, with nothing left to stream or watch.
-        let held = if late.is_none() && http_body::Body::is_end_stream(&body) {
+        // then it is sent as bytes held, with nothing left to stream or watch. A body held
+        // whole past the lookahead stays in its frames (each owns its budget bytes) and can
+        // still be re-sent on a retry.
+        let held = if ended && ahead.len <= LOOKAHEAD_LIMIT {
             Held::Buffered(concat(ahead.prefix))
         } else {
+            let capture = if ended && capture > 0 {
+                capture.max(ahead.len)
+            } else {
+                capture
+            };
             Held::Stream(Replayable::new(body, ahead, late, capture, max, deadline))
         };
         (held, inspected, None)
@@ -176,6 +215,7 @@ pub(crate) async fn prepare(
         tokens,
         inspect_body,
         view,
+        nvext,
     };
     let view = &prepared.view;
     if let Some(m) = prepared

@@ -1,4 +1,5 @@
-//! The start of a streamed body, read before routing to learn its top-level `model`.
+//! The start of a streamed body, read before routing to learn its top-level `model` and, when a
+//! body source may name the routing key, the members that settle it.
 //!
 //! A streamed body is not buffered, but an unknown `model` must be refused (404
 //! `model_not_found`) before any byte reaches a worker. So the gateway reads the body's first
@@ -7,9 +8,16 @@
 //! comes later (an SDK that writes `messages` first and the body is large) is checked as the rest
 //! streams: an unknown one then cuts the worker's request off before the body is complete (the
 //! worker never runs it) and the client still gets 404.
+//!
+//! A key member ([`KeyHold`]) is different: routing cannot start without it, so the frames are
+//! held until the members seen settle the key (`KeyConfig::body_settled`), or the top-level
+//! object (or the body) ends, past [`LOOKAHEAD_LIMIT`] if need be. Frames held past the limit
+//! take their bytes from the buffered-body budget (`budget.rs`), so many large keyless bodies
+//! at once wait or get 503 `body_budget_exhausted` as buffered ones do.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use super::budget::{BodyBudget, WAIT};
 use super::client::ClientBody;
 use bytes::Bytes;
 use futures_util::FutureExt;
@@ -18,7 +26,7 @@ use tokio::time::Instant;
 
 use super::deadline::BodyDeadline;
 use crate::error::GatewayError;
-use crate::model_scan::{Found, ModelScan};
+use crate::model_scan::{Field, Found, Kept, ModelScan};
 
 /// Most bytes held while looking for the model (the replay capture's size).
 pub(crate) const LOOKAHEAD_LIMIT: usize = CAPTURE_LIMIT;
@@ -47,16 +55,35 @@ impl Lookahead {
     }
 }
 
-/// Reads `body` until its model is known, it ends, or [`LOOKAHEAD_LIMIT`] bytes are held, within
-/// the body's deadline and `--max-payload-size`.
+/// What a lookahead waits for besides the model: the members that settle the key.
+pub(crate) struct KeyHold<'a> {
+    /// Whether the members the scan has seen settle the key (called when it sees more).
+    pub(crate) settled: &'a (dyn Fn(&ModelScan) -> bool + Send + Sync),
+    /// Where frames held past [`LOOKAHEAD_LIMIT`] take their bytes from.
+    pub(crate) budget: &'a Arc<BodyBudget>,
+}
+
+/// Reads `body` until its model is known (if `want_model`) and `hold`'s key is settled, it
+/// ends, or (for the model alone) [`LOOKAHEAD_LIMIT`] bytes are held, within the body's
+/// deadline and `--max-payload-size`. The scan keeps the members `fields` it passes.
 pub(crate) async fn read_ahead(
     body: &mut ClientBody,
     max: usize,
     deadline: BodyDeadline,
+    want_model: bool,
+    fields: &[Field],
+    hold: Option<KeyHold<'_>>,
 ) -> Result<Lookahead, GatewayError> {
     let mut ahead = Lookahead::default();
+    ahead.scan.want_only(want_model, fields);
+    let mut settled = hold.as_ref().is_none_or(|h| (h.settled)(&ahead.scan));
+    let mut progress = ahead.scan.progress();
     let mut last = Instant::now();
-    while ahead.scan.found().is_none() && ahead.len < LOOKAHEAD_LIMIT {
+    loop {
+        let model_pending = want_model && ahead.scan.found().is_none();
+        if settled && !(model_pending && ahead.len < LOOKAHEAD_LIMIT) {
+            break;
+        }
         // A frame already there needs no timer.
         let ready = body.frame().now_or_never();
         let frame = match (ready, deadline.next(last)) {
@@ -66,7 +93,7 @@ pub(crate) async fn read_ahead(
                 .map_err(|_| deadline.error(last))?,
             (None, None) => body.frame().await,
         };
-        let data = match frame {
+        let mut data = match frame {
             None => {
                 ahead.scan.finish();
                 break;
@@ -78,33 +105,144 @@ pub(crate) async fn read_ahead(
             },
         };
         last = Instant::now();
+        let past_limit = ahead.len + data.len() > LOOKAHEAD_LIMIT;
         ahead.len += data.len();
         if ahead.len > max {
             return Err(GatewayError::PayloadTooLarge(max));
         }
+        if let Some(h) = hold.as_ref().filter(|_| past_limit && !settled) {
+            let mut r = h.budget.empty();
+            r.grow_to(data.len(), Instant::now() + WAIT).await?;
+            data = r.attach(data);
+        }
         ahead.scan.feed(&data);
         ahead.prefix.push(data);
+        if let Some(h) = hold.as_ref().filter(|_| !settled) {
+            let now = ahead.scan.progress();
+            if now != progress {
+                progress = now;
+                settled = ahead.scan.ended() || (h.settled)(&ahead.scan);
+            }
+        }
     }
     Ok(ahead)
 }
 
-/// The rest of a scan that had no answer within the lookahead: checks the model as the body
-/// streams on.
+/// Where the streamed body's `nvext` member is published once the scan has seen it (the
+/// handler applies its session control after the response).
+pub(crate) type NvextSlot = Arc<OnceLock<Kept>>;
+
+/// The rest of a scan still running as the body streams on: checks the model (when the lookahead
+/// had no answer and workers list models) and watches for `nvext`.
 #[derive(Debug)]
 pub(crate) struct LateCheck {
     pub(crate) scan: ModelScan,
-    /// The models the workers serve.
-    pub(crate) known: Vec<Arc<str>>,
+    /// The models the workers serve (`None`: no model check).
+    pub(crate) known: Option<Vec<Arc<str>>>,
+    /// Where `nvext` goes once seen (`None`: not watched).
+    pub(crate) nvext: Option<NvextSlot>,
 }
 
 impl LateCheck {
-    /// Feeds the next bytes: `Err(model)` when they complete an unknown model; `Ok(true)` once
-    /// the scan has answered (nothing more to check).
-    pub(crate) fn feed(&mut self, data: &[u8]) -> Result<bool, String> {
-        match self.scan.feed(data) {
-            None => Ok(false),
-            Some(Found::Model(m)) if !self.known.iter().any(|k| **k == **m) => Err(m.clone()),
-            Some(_) => Ok(true),
+    /// A check for what `scan` has not answered yet: `None` when nothing is left to watch.
+    pub(crate) fn new(
+        mut scan: ModelScan,
+        known: Option<Vec<Arc<str>>>,
+        nvext: Option<NvextSlot>,
+    ) -> Option<Self> {
+        let known = known.filter(|_| scan.found().is_none());
+        let mut check = Self {
+            known: None,
+            nvext: None,
+            scan: ModelScan::new(),
+        };
+        if let Some(slot) = nvext {
+            match scan.kept(Field::Nvext) {
+                Some(k) => {
+                    let _ = slot.set(k.clone());
+                }
+                None if !scan.ended() => check.nvext = Some(slot),
+                None => {}
+            }
         }
+        if known.is_none() && check.nvext.is_none() {
+            return None;
+        }
+        let fields: &[Field] = if check.nvext.is_some() {
+            &[Field::Nvext]
+        } else {
+            &[]
+        };
+        scan.want_only(known.is_some(), fields);
+        check.known = known;
+        check.scan = scan;
+        Some(check)
+    }
+
+    /// Feeds the next bytes: `Err(model)` when they complete an unknown model; `Ok(true)` once
+    /// nothing is left to watch.
+    pub(crate) fn feed(&mut self, data: &[u8]) -> Result<bool, String> {
+        let done = self.scan.feed(data);
+        if let Some(found) = self.scan.found()
+            && let Some(known) = self.known.take()
+            && let Found::Model(m) = found
+            && !known.iter().any(|k| **k == **m)
+        {
+            return Err(m.clone());
+        }
+        if let Some(slot) = &self.nvext
+            && let Some(k) = self.scan.kept(Field::Nvext)
+        {
+            let _ = slot.set(k.clone());
+            self.nvext = None;
+        }
+        Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Option<Vec<Arc<str>>> {
+        Some(vec![Arc::from("m")])
+    }
+
+    #[test]
+    fn the_late_check_watches_what_the_lookahead_left() {
+        // Model found and nvext not watched: nothing left.
+        let mut scan = ModelScan::new();
+        scan.feed(br#"{"model":"m","messages":["#);
+        assert!(LateCheck::new(scan, known(), None).is_none());
+        // nvext after the lookahead: published once the rest of the body shows it, split
+        // across frames.
+        let mut scan = ModelScan::new();
+        scan.want_only(true, &[Field::Nvext]);
+        scan.feed(br#"{"model":"m","messages":["#);
+        let slot = NvextSlot::default();
+        let mut late = LateCheck::new(scan, known(), Some(slot.clone())).unwrap();
+        assert_eq!(late.feed(br#""x"],"nvext":{"session_con"#), Ok(false));
+        assert!(slot.get().is_none());
+        assert_eq!(late.feed(br#"trol":{"action":"close"}}}"#), Ok(true));
+        assert_eq!(
+            slot.get(),
+            Some(&Kept::Raw(
+                br#"{"session_control":{"action":"close"}}"#.to_vec()
+            ))
+        );
+        // An unknown model after the lookahead is refused, with nvext still watched.
+        let mut scan = ModelScan::new();
+        scan.want_only(true, &[Field::Nvext]);
+        scan.feed(br#"{"messages":["#);
+        let mut late = LateCheck::new(scan, known(), Some(NvextSlot::default())).unwrap();
+        assert_eq!(
+            late.feed(br#""x"],"model":"other"}"#),
+            Err("other".to_owned())
+        );
+        // A body that ended in the lookahead leaves nothing to watch.
+        let mut scan = ModelScan::new();
+        scan.want_only(false, &[Field::Nvext]);
+        scan.feed(br#"{"messages":[]}"#);
+        assert!(LateCheck::new(scan, None, Some(NvextSlot::default())).is_none());
     }
 }

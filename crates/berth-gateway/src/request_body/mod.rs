@@ -3,8 +3,9 @@
 //! - `client.rs`: [`ClientBody`], frames read ahead (admission) then the connection's body.
 //! - `deadline.rs`: how long a client's body may take (stalled or in all), and reading a
 //!   buffered body within it.
-//! - `lookahead.rs`: the first frames of a streamed body, read to learn its `model` before any
-//!   byte goes to a worker, and the late check of the rest.
+//! - `lookahead.rs`: the first frames of a streamed body, read to learn its `model` (and hold
+//!   it until a body key member settles the routing key) before any byte goes to a worker, and
+//!   the late check of the rest (the model, the `nvext` session control).
 //! - `budget.rs`: one byte budget for every buffered body (`--buffered-body-budget-mb`).
 
 mod budget;
@@ -16,4 +17,6 @@ pub(crate) use budget::{BodyBudget, BodyBudgetMetrics};
 pub(crate) use client::ClientBody;
 pub use deadline::BodyTimeouts;
 pub(crate) use deadline::{BodyDeadline, read_body};
-pub(crate) use lookahead::{CAPTURE_LIMIT, LateCheck, Lookahead, read_ahead};
+pub(crate) use lookahead::{
+    CAPTURE_LIMIT, KeyHold, LOOKAHEAD_LIMIT, LateCheck, Lookahead, NvextSlot, read_ahead,
+};

@@ -13,6 +13,7 @@ fn ident<'a>(session: &'a str, parent: Option<&'a str>, root: &'a str) -> Reques
         retry: 0,
         is_session_final: false,
         is_tree_final: false,
+        previous_response_id: None,
     }
 }
 
@@ -163,6 +164,7 @@ fn modes_and_options_are_validated() {
         "session_id_header",
         "prompt_cache_key",
         "conversation",
+        "previous_response_id",
         "codex_session_header",
         "claude_code_header",
         "claude_code_metadata",
@@ -283,4 +285,29 @@ fn body_field_presets() {
     // `session_from_user_id`; tests/session_keys.rs sends this form through a gateway).
     let user = req.body["metadata"]["user_id"].as_str().unwrap();
     assert_eq!(user.rsplit_once("_session_").map(|(_, s)| s), Some("s"));
+}
+
+#[test]
+fn previous_response_id_names_the_previous_answer_after_the_first_turn() {
+    let m = parse("previous_response_id", &[]).unwrap();
+    assert_eq!(m.name(), "previous_response_id");
+    // First turn: nothing names the chain yet.
+    let first = wire(&m, &ident("s", None, "s"));
+    assert!(first.headers.is_empty());
+    assert_eq!(Value::Object(first.body), json!({"model": "m"}));
+    // Later turns (and their retries) name the previous answer's id, and nothing else.
+    let next = RequestIdentity {
+        previous_response_id: Some("resp_7"),
+        retry: 1,
+        ..ident("s", None, "s")
+    };
+    let req = wire(&m, &next);
+    assert!(req.headers.is_empty());
+    assert_eq!(
+        Value::Object(req.body),
+        json!({"model": "m", "previous_response_id": "resp_7"})
+    );
+    // Other modes ignore the id.
+    let pck = wire(&parse("prompt_cache_key", &[]).unwrap(), &next);
+    assert!(!pck.body.contains_key("previous_response_id"));
 }

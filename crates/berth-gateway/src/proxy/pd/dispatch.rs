@@ -5,7 +5,8 @@
 //! reached the client. A failed leg's worker is excluded from *its* leg on the next attempt
 //! (the other leg routes as usual, so its pin stays where it is); `--retry-max-retries` counts
 //! pair attempts. Each leg reports its outcome to its own pool's breaker. The prefill lease ends
-//! with the prefill response; the decode lease goes with the decode response to the client.
+//! with the prefill response; the decode lease goes with the decode response to the client. A
+//! Responses answer's id is recorded for its chain (`chain.rs`) as in regular mode.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,6 +20,7 @@ use super::bootstrap::{Bootstrap, fresh_room, with_bootstrap};
 use crate::error::GatewayError;
 use crate::pd::PdLegs;
 use crate::proxy::Endpoint;
+use crate::proxy::chain::ChainWatch;
 use crate::proxy::headers;
 use crate::proxy::held::Held;
 use crate::proxy::prepare::Prepared;
@@ -67,6 +69,7 @@ pub(crate) async fn dispatch(
         tokens,
         inspect_body,
         view,
+        nvext: _,
     } = prep;
     // `prepare` always reads the body in PD mode.
     let Held::Buffered(body) = held else {
@@ -151,7 +154,13 @@ pub(crate) async fn dispatch(
         let retry_left = attempts < state.config.retry_max_retries;
         match outcome {
             Pair::Done(resp, conn) => {
-                return Ok(respond(state, resp, conn, &dw, decode, start, None));
+                let chain = (endpoint == Endpoint::Responses)
+                    .then(|| {
+                        let key = decode.key.as_ref().map(|k| k.key.as_str());
+                        ChainWatch::new(state, key, dw.id, Some(pw.id), model)
+                    })
+                    .flatten();
+                return Ok(respond(state, resp, conn, &dw, decode, start, chain));
             }
             Pair::PrefillFailed { error, retryable } => {
                 tracing::warn!(prefill = %pw.url, %error, "prefill leg failed");

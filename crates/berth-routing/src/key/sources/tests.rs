@@ -188,3 +188,65 @@ fn list_parsing() {
     );
     assert!(Source::PreviousResponseId.in_body());
 }
+
+#[test]
+fn body_settled_once_nothing_unseen_ranks_above_a_valid_value() {
+    let cfg = defaults(false);
+    let none: &[(&str, &[u8])] = &[];
+    let seen_of = |names: &'static [Source]| move |s: &Source| names.contains(s);
+    let pck = BodyKeys {
+        prompt_cache_key: Some("pck".into()),
+        ..BodyKeys::default()
+    };
+    // prompt_cache_key seen, but nvext_session_id and previous_response_id (ranked above) not
+    // yet: a later member could still win.
+    assert!(!cfg.body_settled(
+        Some(&pck),
+        &HeaderList(none),
+        &seen_of(&[Source::PromptCacheKey])
+    ));
+    // Both seen (invalid or absent values): settled, whatever comes later.
+    assert!(cfg.body_settled(
+        Some(&pck),
+        &HeaderList(none),
+        &seen_of(&[
+            Source::NvextSessionId,
+            Source::PreviousResponseId,
+            Source::PromptCacheKey
+        ])
+    ));
+    // The top source valid: settled at once.
+    let nv = BodyKeys {
+        nvext_session_id: Some("nv".into()),
+        ..BodyKeys::default()
+    };
+    assert!(cfg.body_settled(
+        Some(&nv),
+        &HeaderList(none),
+        &seen_of(&[Source::NvextSessionId])
+    ));
+    // A value over 128 bytes is no key: the next sources must be seen.
+    let long = BodyKeys {
+        nvext_session_id: Some("n".repeat(MAX_KEY_BYTES + 1)),
+        ..BodyKeys::default()
+    };
+    assert!(!cfg.body_settled(
+        Some(&long),
+        &HeaderList(none),
+        &seen_of(&[Source::NvextSessionId])
+    ));
+    // Nothing seen of a keyless body: only its end settles it.
+    assert!(!cfg.body_settled(None, &HeaderList(none), &|_| false));
+    assert!(cfg.body_settled(None, &HeaderList(none), &|_| true));
+    // A header ranked after a body source settles once that body source is seen empty.
+    let items: Vec<String> = ["nvext_session_id", "header:session_id", "prompt_cache_key"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mixed = KeyConfig::try_new(false, &[])
+        .unwrap()
+        .with_sources(parse_sources(&items).unwrap());
+    let hdr: &[(&str, &[u8])] = &[("session_id", b"s")];
+    assert!(!mixed.body_settled(None, &HeaderList(hdr), &|_| false));
+    assert!(mixed.body_settled(None, &HeaderList(hdr), &seen_of(&[Source::NvextSessionId])));
+}

@@ -79,6 +79,12 @@ pub struct Args {
     /// least recently used prefixes evicted first [default: 32].
     #[arg(long)]
     pub prefix_index_budget_mb: Option<usize>,
+    /// cache_aware, ttft_aware: read the cached tokens workers report in their answers
+    /// (usage.prompt_tokens_details.cached_tokens, meta_info.cached_tokens, timings.cache_n):
+    /// off, measure (compare with the prefix index, metrics only) or on (also correct the index
+    /// and learn each worker's effective KV capacity) [default: measure].
+    #[arg(long)]
+    pub cache_feedback: Option<String>,
     /// ttft_aware: starting fixed time to first byte of every worker, ms [default: 10].
     #[arg(long)]
     pub ttft_base_ms: Option<f64>,
@@ -283,6 +289,7 @@ impl Args {
             balance_rel_threshold: self.balance_rel_threshold.or(file.balance_rel_threshold),
             max_tree_size: self.max_tree_size.or(file.max_tree_size),
             prefix_index_budget_mb: self.prefix_index_budget_mb.or(file.prefix_index_budget_mb),
+            cache_feedback: self.cache_feedback.or(file.cache_feedback),
             ttft_base_ms: self.ttft_base_ms.or(file.ttft_base_ms),
             ttft_prefill_ms_per_1k_tokens: self
                 .ttft_prefill_ms_per_1k_tokens

@@ -4,7 +4,8 @@
 //! Layout, lowest layer first (docs/architecture.md has the import rules; `tests/layers.rs`
 //! keeps them):
 //! - [`clock`], `rng.rs`, [`body`] (a response body generic over a completion guard),
-//!   [`model_scan`] (finding a streamed body's top-level `model` without buffering it).
+//!   [`model_scan`] (finding a streamed body's top-level `model` without buffering it),
+//!   `usage_scan.rs` (the cached tokens an answer reports, from its last bytes as they pass).
 //! - [`error`]: the one error enum and its one mapping to HTTP.
 //! - `tls/`: rustls: HTTPS towards clients, `https://` workers (CA, mTLS);
 //!   `request_body/`: the client's body (read-ahead, deadlines, the `model` lookahead, the
@@ -55,6 +56,7 @@ mod state;
 mod store;
 mod tls;
 mod upstream;
+mod usage_scan;
 
 /// The routing core, re-exported: [`GatewayConfig::router`] is its `RouterOptions`.
 pub use berth_routing as routing;

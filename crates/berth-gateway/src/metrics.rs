@@ -8,6 +8,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 
+mod feedback;
 mod index;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -124,6 +125,9 @@ pub struct Metrics {
     pub(crate) body_budget: Arc<crate::request_body::BodyBudgetMetrics>,
     /// `berth_prefix_index_*`.
     index: index::IndexMetrics,
+    /// `berth_cached_tokens_*`, `berth_prefix_index_corrections_total`,
+    /// `berth_worker_effective_kv_tokens`.
+    pub(crate) feedback: feedback::FeedbackMetrics,
     /// `berth_response_chain_*`.
     pub(crate) chains: Arc<crate::chains::ChainMetrics>,
 }
@@ -139,6 +143,7 @@ impl Metrics {
             &mut registry,
         ));
         let index = index::IndexMetrics::register(&mut registry);
+        let feedback = feedback::FeedbackMetrics::register(&mut registry);
         let chains = Arc::new(crate::chains::ChainMetrics::register(&mut registry));
         let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
         let m = Self {
@@ -173,6 +178,7 @@ impl Metrics {
             discovery,
             body_budget,
             index,
+            feedback,
             chains,
             registry: Registry::default(),
         };
@@ -425,6 +431,8 @@ impl Metrics {
         }
         self.ttft_model.clear();
         self.ttft_queued.clear();
+        self.feedback.effective_kv.clear();
+        self.feedback.learned_kv.clear();
         for (view, stats) in pools {
             self.render_workers(view, stats, now);
         }
@@ -454,6 +462,15 @@ impl Metrics {
             self.worker_healthy
                 .get_or_create(&labels)
                 .set(i64::from(healthy));
+            for (fam, kv) in [
+                (&self.feedback.effective_kv, w.stats.effective_kv_tokens()),
+                (&self.feedback.learned_kv, w.stats.learned_kv_tokens()),
+            ] {
+                if let Some(kv) = kv {
+                    fam.get_or_create(&labels)
+                        .set(i64::try_from(kv).unwrap_or(i64::MAX));
+                }
+            }
             if let Some((_, m, queued)) = router.ttft_workers.iter().find(|(id, ..)| *id == w.id) {
                 for (term, v) in [
                     ("base", m.base_ms),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::key::{BodyKeys, HeaderSource, RoutingKey};
 use crate::pin::PinTable;
+use crate::policy::Ticket;
 use crate::policy::ttft::cost::{FleetCost, TtftStats};
 use crate::worker::{WorkerId, WorkerSnapshot, WorkerStats};
 
@@ -131,6 +132,8 @@ pub struct Lease {
     /// `ttft_aware`: the request's entry in the worker's prefill queue (its id and the queue),
     /// and the fleet's pooled cost model its first byte also teaches.
     prefill: Option<(u64, Arc<TtftStats>, Arc<FleetCost>)>,
+    /// `--cache-feedback`: what the answer is compared with.
+    ticket: Option<Box<Ticket>>,
 }
 
 impl Lease {
@@ -148,7 +151,29 @@ impl Lease {
             stats,
             pin,
             prefill: None,
+            ticket: None,
         }
+    }
+
+    /// Attaches what the answer is compared with.
+    pub(crate) fn set_ticket(&mut self, ticket: Option<Ticket>) {
+        self.ticket = ticket.map(Box::new);
+    }
+
+    /// The pin's scoped key, when the request counts against one.
+    pub(crate) fn pin_key(&self) -> Option<u128> {
+        self.pin.as_ref().map(|(_, k)| *k)
+    }
+
+    /// Takes what the answer is to be compared with (`Router::observe_reported`); `None` when
+    /// the router does not read answers.
+    pub fn take_ticket(&mut self) -> Option<Ticket> {
+        self.ticket.take().map(|t| *t)
+    }
+
+    /// Whether the answer is to be read for its cached tokens.
+    pub fn wants_report(&self) -> bool {
+        self.ticket.is_some()
     }
 
     /// Attaches the request's `ttft_aware` prefill-queue entry.

@@ -5,7 +5,7 @@
 //! that would make the router misbehave later.
 
 use crate::key::{DEFAULT_KEY_SOURCES, DEFAULT_ROUTING_KEY_HEADER, KeyConfig, parse_sources};
-use crate::policy::{CacheAwareConfig, PolicyKind, TtftConfig};
+use crate::policy::{CacheAwareConfig, FeedbackMode, PolicyKind, TtftConfig};
 use crate::{AssignmentMode, Error};
 
 /// Default in-flight threshold per key under the override.
@@ -47,6 +47,9 @@ pub struct RouterOptions {
     pub sticky_inflight_cap: u32,
     /// `ttft_aware`'s settings (the `--ttft-*` flags).
     pub ttft: TtftConfig,
+    /// `--cache-feedback`: whether answers' reported cached tokens are read, and whether they
+    /// correct the prefix index and the KV estimate (only policies with a prefix index).
+    pub cache_feedback: FeedbackMode,
 }
 
 impl Default for RouterOptions {
@@ -72,6 +75,7 @@ impl Default for RouterOptions {
             max_sticky_keys: 0,
             sticky_inflight_cap: DEFAULT_STICKY_INFLIGHT_CAP,
             ttft: TtftConfig::default(),
+            cache_feedback: FeedbackMode::default(),
         }
     }
 }
@@ -111,6 +115,7 @@ pub(crate) struct Validated {
     pub(crate) max_sticky_keys: usize,
     pub(crate) inflight_cap: u16,
     pub(crate) ttft: TtftConfig,
+    pub(crate) feedback: FeedbackMode,
 }
 
 impl RouterOptions {
@@ -194,6 +199,7 @@ impl RouterOptions {
             max_sticky_keys: self.max_sticky_keys,
             inflight_cap: self.sticky_inflight_cap as u16,
             ttft: self.ttft,
+            feedback: self.cache_feedback,
         })
     }
 }

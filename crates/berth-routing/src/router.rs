@@ -4,8 +4,11 @@
 //! current worker snapshot, the time and a random generator. The pinned path lives in
 //! `sticky.rs` and the request/decision types in `decision.rs`; this file holds the keyless
 //! paths and hands keyed requests to the pinned path.
+//! `router/feedback.rs`: the ticket a decision's lease carries for `--cache-feedback`, and the
+//! answer's report compared with it.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,10 +20,15 @@ use crate::error::Error;
 use crate::key::HeaderSource;
 use crate::options::{RouterOptions, Stickiness, Validated};
 use crate::pin::{EvictionReason, PinTable};
-use crate::policy::{PickRequest, Policy, PolicyKind, PrefixHashes, policy_uses_routing_key};
+use crate::policy::feedback::Feedback;
+use crate::policy::{
+    PickRequest, Policy, PolicyKind, PrefixHashes, Prior, policy_uses_routing_key,
+};
 use crate::rng::Rng;
 use crate::sticky::{Pinned, scoped_key};
 use crate::worker::{WorkerId, WorkerSnapshot};
+
+mod feedback;
 
 /// The routing decision maker. Shared by every request (`&self`), cheap to call.
 #[derive(Debug)]
@@ -28,14 +36,17 @@ pub struct Router {
     pub(crate) cfg: Validated,
     pub(crate) policy: Policy,
     pub(crate) pins: Arc<PinTable>,
+    pub(crate) feedback: Feedback,
 }
 
 impl Router {
     /// Validates `opts` and builds the router.
     pub fn new(opts: &RouterOptions) -> Result<Self, Error> {
         let cfg = opts.validate()?;
+        let policy = Policy::new(cfg.policy, cfg.cache, cfg.ttft);
         Ok(Self {
-            policy: Policy::new(cfg.policy, cfg.cache, cfg.ttft),
+            feedback: Feedback::new(cfg.feedback, &policy, cfg.cache.max_tree_size),
+            policy,
             pins: Arc::new(PinTable::new(cfg.max_sticky_keys)),
             cfg,
         })
@@ -188,7 +199,10 @@ impl Router {
                 *w != crate::pin::slots::NONE && cands.binary_search(&WorkerId(*w)).is_ok()
             })
         };
+        // a session whose last unread turn found less cached than its previous one left is
+        // read again, so the index learns what its worker lost (`--cache-feedback on`)
         pinned.is_some_and(|p| t.pinned_is_fine(snap, cands, WorkerId(p), now))
+            && !self.feedback.session_short(scoped)
     }
 
     /// Decides where one request goes. `now` is monotonic time since an epoch the caller keeps
@@ -234,6 +248,42 @@ impl Router {
             _ => None,
         };
         let prefix = req.prefix.or(hashed.as_ref());
+        let prior = (self.feedback.reads() && prefix.is_some()).then(OnceCell::new);
+        let mut decision = self.decide(
+            req,
+            text,
+            prefix,
+            prior.as_ref(),
+            key,
+            snap,
+            &cands,
+            now,
+            rng,
+        )?;
+        let ticket = self.ticket(
+            prior,
+            prefix,
+            req.tokens.is_some(),
+            decision.worker,
+            &decision.lease,
+        );
+        decision.lease.set_ticket(ticket);
+        Ok(decision)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decide(
+        &self,
+        req: &RouteRequest<'_>,
+        text: Option<&[u8]>,
+        prefix: Option<&PrefixHashes>,
+        prior: Option<&OnceCell<Prior>>,
+        key: Option<crate::key::RoutingKey>,
+        snap: &WorkerSnapshot,
+        cands: &[WorkerId],
+        now: Duration,
+        rng: &mut Rng,
+    ) -> Result<Decision, Error> {
         if self.cfg.stickiness == Stickiness::None || key.is_none() {
             let pick = PickRequest {
                 key: key.as_ref().map(|k| k.key.as_str()),
@@ -243,9 +293,10 @@ impl Router {
                 tokens_hint: req.tokens.is_some(),
                 stream: req.stream,
                 now,
+                prior,
             };
             if let Some(t) = self.policy.ttft() {
-                let eval = t.evaluate(&pick, snap, &cands);
+                let eval = t.evaluate(&pick, snap, cands);
                 let worker = t.place(&eval, rng).ok_or(Error::NoAvailableWorkers)?;
                 let id = t.commit(&pick, &eval, snap, worker);
                 return Ok(Decision {
@@ -257,7 +308,7 @@ impl Router {
             }
             let worker = self
                 .policy
-                .pick(&pick, snap, &cands, rng)
+                .pick(&pick, snap, cands, rng)
                 .ok_or(Error::NoAvailableWorkers)?;
             let branch = self.keeps_pins().then_some(Branch::NoRoutingId);
             return Ok(Decision {
@@ -273,7 +324,7 @@ impl Router {
                 policy: &self.policy,
                 pins: &self.pins,
             }
-            .route(req, text, prefix, key, snap, &cands, now, rng),
+            .route(req, text, prefix, prior, key, snap, cands, now, rng),
             None => Err(Error::NoAvailableWorkers),
         }
     }

@@ -56,6 +56,7 @@ impl Pinned<'_> {
         req: &RouteRequest<'_>,
         text: Option<&[u8]>,
         prefix: Option<&PrefixHashes>,
+        prior: Option<&std::cell::OnceCell<crate::policy::Prior>>,
         key: RoutingKey,
         snap: &WorkerSnapshot,
         cands: &[WorkerId],
@@ -81,6 +82,7 @@ impl Pinned<'_> {
             tokens_hint: req.tokens.is_some(),
             stream: req.stream,
             now,
+            prior,
         };
         // ttft_aware predicts every candidate once; placement, the move check and the
         // request's queue entry all use that one evaluation.

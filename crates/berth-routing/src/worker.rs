@@ -65,6 +65,9 @@ pub struct WorkerStats {
     pub(crate) policy: PolicySlot,
     /// The worker's KV cache capacity in tokens, when it said (0: unknown).
     kv_capacity_tokens: std::sync::atomic::AtomicU64,
+    /// What the worker effectively keeps, learned from its reported cached tokens
+    /// (`policy/feedback.rs`; 0: nothing learned).
+    learned_kv_tokens: std::sync::atomic::AtomicU64,
 }
 
 impl WorkerStats {
@@ -88,6 +91,23 @@ impl WorkerStats {
     /// The worker's KV cache capacity in tokens, if known.
     pub fn kv_capacity_tokens(&self) -> Option<u64> {
         Some(self.kv_capacity_tokens.load(Ordering::Relaxed)).filter(|t| *t > 0)
+    }
+
+    /// The effective KV capacity learned from reported cached tokens, if any.
+    pub fn learned_kv_tokens(&self) -> Option<u64> {
+        Some(self.learned_kv_tokens.load(Ordering::Relaxed)).filter(|t| *t > 0)
+    }
+
+    pub(crate) fn set_learned_kv_tokens(&self, tokens: u64) {
+        self.learned_kv_tokens.store(tokens, Ordering::Relaxed);
+    }
+
+    /// The KV capacity routing assumes: the reported capacity, else the learned estimate (a
+    /// worker that reports its capacity is bounded by it: learned from answers, the estimate is
+    /// biased low while `ttft_aware`'s pinned turns stream unread, see `policy/feedback.rs`).
+    pub fn effective_kv_tokens(&self) -> Option<u64> {
+        self.kv_capacity_tokens()
+            .or_else(|| self.learned_kv_tokens())
     }
 
     pub(crate) fn begin(&self) {

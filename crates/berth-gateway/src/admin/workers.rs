@@ -4,7 +4,9 @@
 //! worker `id`, `url`, `model_id`, `models`, `worker_type`, `connection_mode`, `runtime_type`,
 //! `labels`, `priority`, `cost`, `is_healthy`, `status`, `load`, `http2`), with berth's own
 //! fields alongside (`circuit_breaker`, `requests_active`, `routing_keys_active`,
-//! `kv_capacity_tokens`). `POST` probes the new worker (`/health`, `/v1/models`) and registers
+//! `kv_capacity_tokens`, `effective_kv_tokens` (what routing assumes the worker keeps: the
+//! reported capacity, else the learned one) and `learned_kv_tokens` (learned from its reported
+//! cached tokens with `--cache-feedback on`, `null` until learned)). `POST` probes the new worker (`/health`, `/v1/models`) and registers
 //! it healthy or not; adding a worker moves no key. `{id}` is the id from the listing or the
 //! worker URL (percent-encoded); `DELETE` re-places only the removed worker's keys. In PD mode
 //! (`--pd-disaggregation`) both pools are listed with their `worker_type` (`prefill`/`decode`)
@@ -75,6 +77,8 @@ pub(crate) fn describe(state: &AppState, w: &Worker) -> serde_json::Value {
         "requests_active": w.stats.in_flight(),
         "routing_keys_active": w.stats.pinned_keys(),
         "kv_capacity_tokens": w.stats.kv_capacity_tokens(),
+        "effective_kv_tokens": w.stats.effective_kv_tokens(),
+        "learned_kv_tokens": w.stats.learned_kv_tokens(),
     })
 }
 

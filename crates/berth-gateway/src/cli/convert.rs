@@ -8,6 +8,7 @@ use crate::config::{GatewayConfig, Secret, defaults};
 use crate::discovery::DiscoverySettings;
 use crate::error::GatewayError;
 use crate::pd::{PdSettings, PrefillUrl};
+use crate::routing::policy::FeedbackMode;
 use crate::routing::{AssignmentMode, PolicyKind};
 use crate::store::StoreSettings;
 use crate::tls::TlsSettings;
@@ -43,6 +44,11 @@ impl GatewayConfig {
         set(&mut r.balance_rel_threshold, args.balance_rel_threshold);
         set(&mut r.max_tree_size, args.max_tree_size);
         set(&mut r.prefix_index_budget_mb, args.prefix_index_budget_mb);
+        if let Some(m) = &args.cache_feedback {
+            r.cache_feedback = m
+                .parse::<FeedbackMode>()
+                .map_err(|e| GatewayError::Config(e.to_string()))?;
+        }
         set(&mut r.max_sticky_keys, args.max_sticky_keys);
         set(&mut r.sticky_inflight_cap, args.sticky_inflight_cap);
         let t = &mut r.ttft;

@@ -18,7 +18,7 @@ pub(crate) struct IndexMetrics {
     chunks: Gauge,
     evicted: Family<ReasonLabels, Counter>,
     /// Totals already counted (the core reports totals since start).
-    seen: Mutex<[u64; 3]>,
+    seen: Mutex<[u64; 4]>,
 }
 
 impl IndexMetrics {
@@ -39,7 +39,7 @@ impl IndexMetrics {
         registry.register(
             "berth_prefix_index_evicted_chunks",
             "cache_aware, ttft_aware: prompt chunks evicted from the prefix index, by reason \
-             (budget, tenant_bound, worker_removed)",
+             (budget, tenant_bound, worker_removed, reported)",
             m.evicted.clone(),
         );
         for r in IndexEviction::ALL {

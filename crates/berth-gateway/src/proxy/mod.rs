@@ -8,6 +8,7 @@
 //! - `rank.rs`: writing `data_parallel_rank` into bodies sent to `<url>@<rank>` workers.
 //! - `session.rs`: `nvext.session_control` (`bind` counted, `close` drops the session's pin).
 //! - `scan_keys.rs`: the key members of a streamed body, as the streaming scan keeps them.
+//! - `usage.rs`: the cached tokens an answer reports, read as it passes (`--cache-feedback`).
 //! - `chain.rs`: Responses chains: a response's id recorded under its key as it passes; a
 //!   `previous_response_id` resolved to that key.
 //! - `handler.rs`: one request as named stages: inspect (`prepare.rs`), route (`route.rs`),
@@ -31,6 +32,7 @@ mod rewrite;
 mod route;
 mod scan_keys;
 mod session;
+mod usage;
 
 pub(crate) use endpoint::Endpoint;
 pub(crate) use handler::proxy;

@@ -19,6 +19,7 @@ use hyper::body::Incoming;
 
 use super::chain::ChainWatch;
 use super::headers::{self, ROUTED_WORKER};
+use super::usage::UsageWatch;
 use crate::admission::Permit;
 use crate::body::{Completion, ResBody};
 use crate::clock::Clock;
@@ -55,6 +56,8 @@ pub(crate) struct RequestGuard {
     permit: Option<Permit>,
     /// A Responses answer: its id is recorded for the chain (`chain.rs`).
     chain: Option<Box<ChainWatch>>,
+    /// The answer's reported cached tokens are read (`usage.rs`).
+    usage: Option<Box<UsageWatch>>,
 }
 
 /// How a broken server-sent-event stream ends.
@@ -83,6 +86,9 @@ impl Completion for RequestGuard {
         if let Some(c) = self.chain.as_mut() {
             c.on_data(data);
         }
+        if let Some(u) = self.usage.as_mut() {
+            u.on_data(data);
+        }
     }
 
     fn poll_release(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
@@ -96,6 +102,9 @@ impl Completion for RequestGuard {
     fn finish(mut self) {
         if let Some(conn) = self.conn.take() {
             conn.release();
+        }
+        if let Some(u) = self.usage.take() {
+            u.finish();
         }
     }
 
@@ -143,10 +152,16 @@ pub(crate) fn respond(
     resp: Response<Incoming>,
     conn: Conn,
     worker: &Arc<Worker>,
-    decision: Decision,
+    mut decision: Decision,
     start: Instant,
     chain: Option<ChainWatch>,
 ) -> Response<Body> {
+    // PD mode reads no reports: the decode worker's answer reports the prefill worker's cache
+    let usage = decision
+        .lease
+        .take_ticket()
+        .filter(|_| resp.status().is_success() && state.pd.is_none())
+        .map(|t| Box::new(UsageWatch::new(state, t, worker.url.clone())));
     let (mut parts, incoming) = resp.into_parts();
     headers::strip_response_headers(&mut parts.headers);
     parts
@@ -172,6 +187,7 @@ pub(crate) fn respond(
         }),
         permit: None,
         chain: chain.filter(|_| parts.status.is_success()).map(Box::new),
+        usage,
     };
     Response::from_parts(parts, ResBody::proxied(incoming, guard))
 }

@@ -70,6 +70,10 @@ impl CacheAware {
         self.index.stats()
     }
 
+    pub(crate) fn index(&self) -> &SharedIndex {
+        &self.index
+    }
+
     /// Whether the candidates' loads are imbalanced by SMG's two-condition rule.
     pub(crate) fn imbalanced(&self, snap: &WorkerSnapshot, cands: &[WorkerId]) -> bool {
         let (min, max) = cands
@@ -113,6 +117,9 @@ impl CacheAware {
                 min_by_random_tie(pool, |w| tree_size(&tree, model, w), rng)
             }
         };
+        if let Some(cell) = req.prior {
+            let _ = cell.set(tree.prior(model, &text, choice));
+        }
         tree.insert(model, &text, choice, usize::MAX);
         choice
     }

@@ -12,20 +12,23 @@
 
 pub mod cache_aware;
 pub mod consistent;
+pub mod feedback;
 mod kind;
 mod prefix_index;
 pub(crate) mod simple;
 pub mod ttft;
 
 pub use cache_aware::CacheAwareConfig;
+pub use feedback::{FeedbackMode, Observation, Report, Ticket, Verdict};
 pub use kind::{PolicyKind, policy_uses_routing_key};
 pub use prefix_index::{
-    CHUNK, COARSE_CHUNK, FINE_BYTES, IndexEviction, IndexStats, PrefixHasher, PrefixHashes,
+    CHUNK, COARSE_CHUNK, FINE_BYTES, IndexEviction, IndexStats, PrefixHasher, PrefixHashes, Prior,
     bytes_of_chunks, chunks_in_bytes,
 };
 pub use ttft::{CostModel, TtftConfig};
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -47,6 +50,9 @@ pub(crate) struct PickRequest<'a> {
     pub(crate) stream: Option<bool>,
     /// The decision's time (`ttft_aware`'s queue estimate).
     pub(crate) now: Duration,
+    /// Where the policy leaves what its index believed the chosen worker held of the prompt,
+    /// just before inserting it (`--cache-feedback`; `None`: not wanted).
+    pub(crate) prior: Option<&'a OnceCell<Prior>>,
 }
 
 impl PickRequest<'_> {
@@ -99,6 +105,28 @@ impl Policy {
     /// Whether the policy keeps a prefix index (and so needs the prompt's hashes).
     pub(crate) fn uses_prefix_index(&self) -> bool {
         matches!(self, Self::CacheAware(_) | Self::TtftAware(_))
+    }
+
+    /// The policy's prefix index, for the policies that keep one.
+    pub(crate) fn index(&self) -> Option<&prefix_index::SharedIndex> {
+        match self {
+            Self::CacheAware(ca) => Some(ca.index()),
+            Self::TtftAware(t) => Some(t.index()),
+            _ => None,
+        }
+    }
+
+    /// The bound of a worker's share of the index when the policy inserts (index bytes):
+    /// `ttft_aware` bounds it by the worker's effective KV capacity, `cache_aware` does not.
+    pub(crate) fn insert_cap(
+        &self,
+        stats: Option<&crate::WorkerStats>,
+        bytes_per_token: f64,
+    ) -> usize {
+        match self {
+            Self::TtftAware(_) => feedback::kv_cap_bytes(stats, bytes_per_token),
+            _ => usize::MAX,
+        }
     }
 
     /// What the policy's prefix index holds, for the policies that keep one.

@@ -21,6 +21,7 @@
 //! its worker's KV capacity). Indexes exist only for models the fleet serves; a removed
 //! worker's entries are purged when the next snapshot is seen.
 
+mod correct;
 mod evict;
 mod index;
 mod table;
@@ -30,6 +31,9 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
+#[cfg(test)]
+pub(crate) use correct::Correction;
+pub use correct::Prior;
 pub use evict::IndexEviction;
 pub(crate) use index::Index;
 
@@ -192,7 +196,7 @@ pub struct IndexStats {
     /// Chunks held, over all tenants.
     pub chunks: usize,
     /// Chunks evicted since start, by [`IndexEviction`] (in `IndexEviction::ALL` order).
-    pub evicted_chunks: [u64; 3],
+    pub evicted_chunks: [u64; 4],
 }
 
 /// The policy's index behind its mutex.

@@ -136,6 +136,10 @@ impl TtftAware {
         self.index.stats()
     }
 
+    pub(crate) fn index(&self) -> &SharedIndex {
+        &self.index
+    }
+
     pub(crate) fn config(&self) -> &TtftConfig {
         &self.cfg
     }
@@ -315,12 +319,14 @@ impl TtftAware {
     ) -> Option<(u64, Arc<TtftStats>)> {
         let stats = snap.stats(chosen)?;
         if let Some(t) = req.hashes() {
-            // a worker that said its KV capacity holds no more than that (in index bytes)
-            let cap = stats.kv_capacity_tokens().map_or(usize::MAX, |tokens| {
-                (tokens as f64 * self.bytes_per_token(req)) as usize
-            });
+            // a worker holds no more than its KV capacity (reported, or learned from its
+            // answers: `feedback.rs`), in index bytes
+            let cap = super::feedback::kv_cap_bytes(Some(stats), self.bytes_per_token(req));
             let mut tree = self.index.lock();
             if let Some(model) = tree.model(req.model, snap) {
+                if let Some(cell) = req.prior {
+                    let _ = cell.set(tree.prior(model, &t, chosen));
+                }
                 tree.insert(model, &t, chosen, cap);
             }
         }

@@ -13,11 +13,18 @@ pub enum IndexEviction {
     TenantBound,
     /// The worker left the fleet, or its model is no longer served.
     WorkerRemoved,
+    /// The worker reported fewer cached tokens than the index predicted (`correct.rs`).
+    Reported,
 }
 
 impl IndexEviction {
     /// Every reason, for metric initialisation.
-    pub const ALL: [Self; 3] = [Self::Budget, Self::TenantBound, Self::WorkerRemoved];
+    pub const ALL: [Self; 4] = [
+        Self::Budget,
+        Self::TenantBound,
+        Self::WorkerRemoved,
+        Self::Reported,
+    ];
 
     /// The metric label value.
     pub fn as_str(self) -> &'static str {
@@ -25,6 +32,7 @@ impl IndexEviction {
             Self::Budget => "budget",
             Self::TenantBound => "tenant_bound",
             Self::WorkerRemoved => "worker_removed",
+            Self::Reported => "reported",
         }
     }
 }

@@ -62,7 +62,7 @@ pub(crate) struct Index {
     pub(super) live_chunks: usize,
     pub(super) budget: usize,
     pub(super) max_per_tenant: usize,
-    pub(super) evicted: [u64; 3],
+    pub(super) evicted: [u64; 4],
     pub(super) seen_generation: u64,
 }
 
@@ -87,7 +87,7 @@ impl Index {
             live_chunks: 0,
             budget: budget.max(64 << 10),
             max_per_tenant: chunks_in_bytes(max_chars).max(1),
-            evicted: [0; 3],
+            evicted: [0; 4],
             seen_generation: u64::MAX,
         }
     }
@@ -153,7 +153,7 @@ impl Index {
         self.by_tenant.remove(&key);
     }
 
-    fn tenant(&self, model: u32, w: WorkerId) -> Option<u32> {
+    pub(super) fn tenant(&self, model: u32, w: WorkerId) -> Option<u32> {
         self.by_tenant.get(&(model, w)).copied()
     }
 
@@ -176,7 +176,7 @@ impl Index {
     }
 
     /// The live segment holding chunk `depth` (hash `h`) for tenant `t`.
-    fn holder(&self, t: u32, depth: usize, h: u64) -> Option<u32> {
+    pub(super) fn holder(&self, t: u32, depth: usize, h: u64) -> Option<u32> {
         let s = self.table.get(key_of(h, t))?;
         let seg = &self.segs[s as usize];
         (seg.tenant == t && (seg.start as usize..seg.end as usize).contains(&depth)).then_some(s)
@@ -184,7 +184,7 @@ impl Index {
 
     /// Chunks of `hashes` tenant `t` holds: the first depth it lacks (monotone, so a binary
     /// search of `O(log n)` lookups).
-    fn depth(&self, t: u32, hashes: &[u64]) -> usize {
+    pub(super) fn depth(&self, t: u32, hashes: &[u64]) -> usize {
         let (mut lo, mut hi) = (0, hashes.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -310,7 +310,7 @@ impl Index {
         }
     }
 
-    fn new_seg(&mut self, t: u32, parent: u32, start: usize, end: usize) -> u32 {
+    pub(super) fn new_seg(&mut self, t: u32, parent: u32, start: usize, end: usize) -> u32 {
         self.tenants[t as usize].segs += 1;
         let seg = Seg {
             tenant: t,

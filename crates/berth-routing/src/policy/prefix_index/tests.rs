@@ -129,7 +129,7 @@ fn a_tenants_least_recent_branch_goes_first_and_shared_prefixes_stay() {
     idx.insert(m, &h(&a), WorkerId(1), usize::MAX);
     assert_eq!(idx.tenant_chars(m, WorkerId(1)), 32 * CHUNK);
     assert_eq!(idx.tenant_chars(m, WorkerId(0)), 64 * CHUNK);
-    assert_eq!(idx.stats().evicted_chunks, [0, 16, 0]);
+    assert_eq!(idx.stats().evicted_chunks, [0, 16, 0, 0]);
 }
 
 #[test]
@@ -200,7 +200,7 @@ fn the_index_is_compact_while_it_grows() {
             assert!(s.bytes <= 16 * s.chunks, "{i}: {s:?}");
         }
     }
-    assert_eq!(idx.stats().evicted_chunks, [0, 0, 0]);
+    assert_eq!(idx.stats().evicted_chunks, [0, 0, 0, 0]);
 }
 
 #[test]
@@ -224,7 +224,7 @@ fn removed_workers_and_unserved_models_are_purged() {
     assert_eq!(idx.tenant_chars(llama, WorkerId(1)), 0);
     assert_eq!(idx.tenant_chars(qwen, WorkerId(0)), 0);
     assert_eq!(idx.stats().chunks, 20);
-    assert_eq!(idx.stats().evicted_chunks, [0, 0, 60]);
+    assert_eq!(idx.stats().evicted_chunks, [0, 0, 60, 0]);
     // a fleet that declares no models shares one index whatever the request names
     let bare = fleet(&[0], &[]);
     assert_eq!(idx.model(Some("x"), &bare), idx.model(Some("y"), &bare));

@@ -1,0 +1,397 @@
+//! Learning from what the engine says it cached (`--cache-feedback`).
+//!
+//! `cache_aware` and `ttft_aware` route on a prefix index built from the gateway's own routing
+//! history: a guess that does not see evictions, other clients, restarts or flushes. Engines
+//! report the truth per request (OpenAI `usage.prompt_tokens_details.cached_tokens`, SGLang
+//! `meta_info.cached_tokens`, llama.cpp `timings.cache_n`); the gateway reads it from the
+//! answer and hands it here with what the index predicted for that worker
+//! ([`Expectation`], taken before the request's own insert):
+//!
+//! - a *shortfall* (reported clearly below predicted) means the worker lost part of the prefix:
+//!   the index drops that worker's entries from the reported length on, and what hangs below
+//!   them (`prefix_index/correct.rs`), then records the prompt again (the worker has just
+//!   computed it); the worker's effective KV estimate moves a quarter of the way down toward
+//!   what it evidently had room for: what the index holds of it used after the lost part, plus
+//!   this prompt's uncached tokens;
+//! - a *confirmation* moves the estimate back up toward its prior;
+//! - a *surplus* (another replica or client warmed the worker) needs no correction: the
+//!   request's own insert already records the whole prompt there.
+//!
+//! Tokens become index bytes through the request's own ratio (prompt bytes / reported prompt
+//! tokens) when the answer reports its prompt tokens, else the configured estimate (4 bytes
+//! per token with `x-smg-routing-tokens`, which index token bytes).
+//!
+//! The effective KV estimate ([`next_kv_estimate`]) starts at the worker's reported capacity
+//! (`max_total_num_tokens`) and stays within [capacity / 4, capacity] (without a reported
+//! capacity, within [bound / 4, bound] of the per-worker tree bound). `ttft_aware` bounds a
+//! worker's share of the index by it only when the worker reports no capacity: the sample
+//! counts what the index saw used after the lost part, and the index does not see the turns
+//! that stream unread on the pinned path, so the estimate runs low; bounding by it cost cached
+//! share under KV pressure (docs/benchmarks.md). It is exported either way.
+
+use std::sync::Arc;
+
+use super::prefix_index::{Prior, chunks_in_bytes};
+use super::{Policy, PrefixHashes};
+use crate::{WorkerId, WorkerSnapshot, WorkerStats};
+
+mod sessions;
+
+use sessions::Sessions;
+pub use sessions::{SHARDS as SESSION_SHARDS, SLOTS as SESSION_SLOTS};
+
+/// Tokens of slack before a difference counts (engines cache in blocks of 16 to 64 tokens
+/// and may recompute a prompt's last token), plus [`SLACK_SHARE`] of the prediction.
+pub const SLACK_TOKENS: f64 = 64.0;
+/// Share of the prediction a difference must exceed to count.
+pub const SLACK_SHARE: f64 = 0.05;
+/// How far one shortfall moves the KV estimate toward its sample.
+const DOWN: f64 = 0.25;
+/// How far one confirmation moves the KV estimate back toward its prior.
+const UP: f64 = 0.05;
+/// The estimate never goes below the prior divided by this.
+const FLOOR_DIV: u64 = 4;
+
+/// What `--cache-feedback` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FeedbackMode {
+    /// Answers are not read.
+    Off,
+    /// Answers are read and compared (metrics), nothing is corrected (the default: correcting
+    /// has not yet been shown to pay, docs/benchmarks.md).
+    #[default]
+    Measure,
+    /// Answers are read, compared, and correct the index and the KV estimate.
+    On,
+}
+
+impl FeedbackMode {
+    /// Every mode.
+    pub const ALL: [Self; 3] = [Self::Off, Self::Measure, Self::On];
+
+    /// The flag value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Measure => "measure",
+            Self::On => "on",
+        }
+    }
+}
+
+impl std::str::FromStr for FeedbackMode {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, crate::Error> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| {
+                crate::Error::config(
+                    "--cache-feedback",
+                    format!("unknown value {s:?}; expected off, measure or on"),
+                )
+            })
+    }
+}
+
+/// What the index predicted for one dispatched request (carried by its lease to the answer).
+#[derive(Debug, Clone)]
+pub struct Expectation {
+    pub(crate) worker: WorkerId,
+    pub(crate) hashes: PrefixHashes,
+    pub(crate) prior: Prior,
+    /// Index bytes per token when the answer does not report its prompt tokens.
+    pub(crate) bytes_per_token: f64,
+}
+
+impl Expectation {
+    /// Bytes of the prompt the worker was predicted to hold.
+    pub fn predicted_bytes(&self) -> usize {
+        self.prior.bytes()
+    }
+}
+
+/// What a request's answer is compared with: the index's prediction (when the router read the
+/// prompt) and the pinned session it belongs to (its previous answer). Carried by the lease.
+#[derive(Debug, Clone)]
+pub struct Ticket {
+    pub(crate) worker: WorkerId,
+    pub(crate) expectation: Option<Expectation>,
+    pub(crate) session: Option<u128>,
+}
+
+impl Ticket {
+    /// The worker the request went to.
+    pub fn worker(&self) -> WorkerId {
+        self.worker
+    }
+
+    /// Whether the index predicted something for this request.
+    pub fn has_expectation(&self) -> bool {
+        self.expectation.is_some()
+    }
+}
+
+/// The router's feedback state: the mode and the sessions' previous answers.
+#[derive(Debug)]
+pub(crate) struct Feedback {
+    pub(crate) mode: FeedbackMode,
+    sessions: Option<Sessions>,
+    /// Tokens the KV estimate may reach when the worker reports no capacity, in index bytes
+    /// (`--max-tree-size`).
+    ceiling_bytes: usize,
+}
+
+impl Feedback {
+    /// The state for `policy`: off unless the policy keeps a prefix index.
+    pub(crate) fn new(mode: FeedbackMode, policy: &Policy, ceiling_bytes: usize) -> Self {
+        let mode = if policy.uses_prefix_index() {
+            mode
+        } else {
+            FeedbackMode::Off
+        };
+        Self {
+            mode,
+            sessions: (mode != FeedbackMode::Off).then(Sessions::default),
+            ceiling_bytes,
+        }
+    }
+
+    /// Whether answers are read.
+    pub(crate) fn reads(&self) -> bool {
+        self.mode != FeedbackMode::Off
+    }
+
+    /// Whether the previous answer of pinned session `key` reported a shortfall (under `on`,
+    /// its next turn is then read, so the index learns from it).
+    pub(crate) fn session_short(&self, key: u128) -> bool {
+        self.mode == FeedbackMode::On
+            && self
+                .sessions
+                .as_ref()
+                .and_then(|s| s.get(key))
+                .is_some_and(|p| p.shortfall)
+    }
+
+    /// Compares an answer with what was predicted for it and, under `on`, corrects.
+    pub(crate) fn observe(
+        &self,
+        policy: &Policy,
+        ticket: Ticket,
+        report: Report,
+        snap: &WorkerSnapshot,
+    ) -> Option<Observation> {
+        if !self.reads() {
+            return None;
+        }
+        let obs = match &ticket.expectation {
+            Some(exp) => self.observe_index(policy, exp, &report, snap),
+            None => self.observe_session(&ticket, &report),
+        };
+        if let (Some(key), Some(sessions), Some(p)) =
+            (ticket.session, &self.sessions, report.prompt_tokens)
+        {
+            let short = obs.is_some_and(|o| o.from_session && o.verdict == Verdict::Shortfall);
+            sessions.record(key, ticket.worker, p, short);
+        }
+        obs
+    }
+
+    fn observe_session(&self, ticket: &Ticket, report: &Report) -> Option<Observation> {
+        let prev = self.sessions.as_ref()?.get(ticket.session?)?;
+        if prev.worker != ticket.worker || prev.prompt_tokens == 0 {
+            return None;
+        }
+        let predicted = f64::from(prev.prompt_tokens);
+        Some(Observation {
+            worker: ticket.worker,
+            predicted_tokens: predicted,
+            reported_tokens: report.cached_tokens,
+            verdict: verdict(predicted, report.cached_tokens as f64),
+            corrected_chunks: 0,
+            from_session: true,
+        })
+    }
+
+    fn observe_index(
+        &self,
+        policy: &Policy,
+        exp: &Expectation,
+        report: &Report,
+        snap: &WorkerSnapshot,
+    ) -> Option<Observation> {
+        let index = policy.index()?;
+        let per = bytes_per_token(exp.hashes.text_len(), report, exp.bytes_per_token);
+        let predicted = exp.prior.bytes() as f64 / per;
+        let v = verdict(predicted, report.cached_tokens as f64);
+        let mut obs = Observation {
+            worker: exp.worker,
+            predicted_tokens: predicted,
+            reported_tokens: report.cached_tokens,
+            verdict: v,
+            corrected_chunks: 0,
+            from_session: false,
+        };
+        let stats = snap.stats(exp.worker);
+        if self.mode != FeedbackMode::On || stats.is_none() {
+            return Some(obs);
+        }
+        let mut sample = None;
+        if v == Verdict::Shortfall {
+            let mut tree = index.lock();
+            let keep = kept_chunks(report.cached_tokens, per);
+            let c = tree.correct(&exp.hashes, exp.worker, &exp.prior, keep);
+            obs.corrected_chunks = c.dropped;
+            // room the worker evidently had: what it kept of ours used after the lost part,
+            // and this prompt's uncached tokens
+            let prompt = report
+                .prompt_tokens
+                .map_or(exp.hashes.text_len() as f64 / per, |p| p as f64);
+            sample = c
+                .newer_bytes
+                .map(|b| b as f64 / per + (prompt - report.cached_tokens as f64).max(0.0));
+            // the worker has just computed the whole prompt
+            let cap = policy.insert_cap(stats.map(Arc::as_ref), exp.bytes_per_token);
+            tree.insert(exp.prior.model, &exp.hashes, exp.worker, cap);
+        }
+        if let Some(s) = stats
+            && (v == Verdict::Shortfall || exp.prior.chunks > 0)
+        {
+            let ceiling = (self.ceiling_bytes as f64 / per) as u64;
+            if let Some(next) = next_kv_estimate(
+                s.kv_capacity_tokens(),
+                ceiling,
+                s.learned_kv_tokens(),
+                v,
+                sample,
+            ) {
+                s.set_learned_kv_tokens(next);
+            }
+        }
+        Some(obs)
+    }
+}
+
+/// The KV bound a policy applies to a worker's share of its index, in index bytes.
+pub(crate) fn kv_cap_bytes(stats: Option<&WorkerStats>, bytes_per_token: f64) -> usize {
+    stats
+        .and_then(WorkerStats::effective_kv_tokens)
+        .map_or(usize::MAX, |tokens| {
+            (tokens as f64 * bytes_per_token) as usize
+        })
+}
+
+/// What an answer reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Report {
+    /// Prompt tokens the engine found cached.
+    pub cached_tokens: u64,
+    /// The prompt's tokens, when reported.
+    pub prompt_tokens: Option<u64>,
+}
+
+/// How a report compared with the prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// Within the slack.
+    Confirmed,
+    /// Reported clearly less: the worker lost part of the prefix.
+    Shortfall,
+    /// Reported clearly more: something else warmed the worker.
+    Surplus,
+}
+
+impl Verdict {
+    /// Every verdict.
+    pub const ALL: [Self; 3] = [Self::Confirmed, Self::Shortfall, Self::Surplus];
+
+    /// The metric label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Confirmed => "confirmed",
+            Self::Shortfall => "shortfall",
+            Self::Surplus => "surplus",
+        }
+    }
+}
+
+/// One compared answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observation {
+    /// The worker that answered.
+    pub worker: WorkerId,
+    /// Tokens the index (or the session's previous turn) predicted cached.
+    pub predicted_tokens: f64,
+    /// Tokens the engine reported cached.
+    pub reported_tokens: u64,
+    /// The comparison.
+    pub verdict: Verdict,
+    /// Index chunks dropped by the correction (0 under `measure`).
+    pub corrected_chunks: usize,
+    /// Whether the prediction came from the session's previous turn (a pinned request whose
+    /// body was not read), not from the index.
+    pub from_session: bool,
+}
+
+/// Compares `reported` with `predicted` tokens.
+pub fn verdict(predicted: f64, reported: f64) -> Verdict {
+    let slack = SLACK_TOKENS + SLACK_SHARE * predicted;
+    if reported + slack < predicted {
+        Verdict::Shortfall
+    } else if reported > predicted + slack {
+        Verdict::Surplus
+    } else {
+        Verdict::Confirmed
+    }
+}
+
+/// Index bytes per token for this request: its own ratio when the answer reported its prompt
+/// tokens, else `fallback`.
+pub(crate) fn bytes_per_token(text_len: usize, report: &Report, fallback: f64) -> f64 {
+    match report.prompt_tokens {
+        Some(p) if p > 0 && text_len > 0 => text_len as f64 / p as f64,
+        _ => fallback,
+    }
+}
+
+/// The whole chunks of the prompt within `reported` tokens.
+pub(crate) fn kept_chunks(reported: u64, per: f64) -> usize {
+    chunks_in_bytes((reported as f64 * per) as usize)
+}
+
+/// The next effective KV estimate of a worker (tokens).
+///
+/// `capacity`: what the worker reports (`max_total_num_tokens`), the prior and the ceiling;
+/// `ceiling` bounds it without one. `sample`: after a shortfall, the tokens the worker evidently
+/// had room for (`None`: nothing learned).
+pub fn next_kv_estimate(
+    capacity: Option<u64>,
+    ceiling: u64,
+    current: Option<u64>,
+    verdict: Verdict,
+    sample: Option<f64>,
+) -> Option<u64> {
+    let hi = capacity.unwrap_or(ceiling).max(1);
+    let lo = (hi / FLOOR_DIV).max(1);
+    let next = match (verdict, current.or(capacity), sample) {
+        (Verdict::Shortfall, _, None) => return current,
+        (Verdict::Shortfall, Some(est), Some(sample)) => {
+            let est = est as f64;
+            if sample < est {
+                est - DOWN * (est - sample)
+            } else {
+                est
+            }
+        }
+        (Verdict::Shortfall, None, Some(sample)) => sample,
+        (Verdict::Confirmed | Verdict::Surplus, Some(est), _) => {
+            let est = est as f64;
+            est + (UP * (hi as f64 - est)).max(1.0)
+        }
+        (Verdict::Confirmed | Verdict::Surplus, None, _) => return None,
+    };
+    Some((next.round() as u64).clamp(lo, hi))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,326 @@
+//! Feedback as scripted sequences on the pure index and router: no clock, no IO.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::key::HeaderList;
+use crate::policy::prefix_index::{Correction, Index};
+use crate::{
+    PolicyKind, Rng, RouteRequest, Router, RouterOptions, WorkerEntry, WorkerSnapshot, WorkerStats,
+};
+
+fn text(seed: &str, len: usize) -> Vec<u8> {
+    seed.bytes().cycle().take(len).collect()
+}
+
+fn cat(a: &[u8], b: &[u8]) -> Vec<u8> {
+    [a, b].concat()
+}
+
+fn h(t: &[u8]) -> PrefixHashes {
+    PrefixHashes::of(t)
+}
+
+const W0: WorkerId = WorkerId(0);
+
+#[test]
+fn a_difference_counts_only_past_the_slack() {
+    assert_eq!(verdict(1000.0, 980.0), Verdict::Confirmed);
+    assert_eq!(verdict(1000.0, 500.0), Verdict::Shortfall);
+    assert_eq!(verdict(0.0, 500.0), Verdict::Surplus);
+    // 64 tokens + 5% of the prediction: a 16-token block boundary is no shortfall
+    assert_eq!(verdict(100.0, 40.0), Verdict::Confirmed);
+    assert_eq!(verdict(100.0, 30.0), Verdict::Shortfall);
+    assert_eq!(verdict(10_000.0, 9_500.0), Verdict::Confirmed);
+    assert_eq!(verdict(10_000.0, 9_000.0), Verdict::Shortfall);
+}
+
+#[test]
+fn the_kv_estimate_follows_shortfalls_within_its_bounds() {
+    let cap = Some(100_000);
+    // the prior is the reported capacity; a shortfall moves a quarter of the way to its sample
+    let e = next_kv_estimate(cap, 0, None, Verdict::Shortfall, Some(60_000.0));
+    assert_eq!(e, Some(90_000));
+    // a sample above the estimate does not raise it; no sample teaches nothing
+    assert_eq!(
+        next_kv_estimate(cap, 0, e, Verdict::Shortfall, Some(95_000.0)),
+        e
+    );
+    assert_eq!(next_kv_estimate(cap, 0, e, Verdict::Shortfall, None), e);
+    assert_eq!(
+        next_kv_estimate(cap, 0, None, Verdict::Shortfall, None),
+        None
+    );
+    // repeated total losses stop at capacity / 4
+    let mut e = e;
+    for _ in 0..100 {
+        e = next_kv_estimate(cap, 0, e, Verdict::Shortfall, Some(0.0));
+    }
+    assert_eq!(e, Some(25_000));
+    // confirmations climb back toward the capacity, never past it
+    let before = e.unwrap();
+    let up = next_kv_estimate(cap, 0, e, Verdict::Confirmed, None).unwrap();
+    assert!(up > before, "{up}");
+    let mut e = Some(up);
+    for _ in 0..500 {
+        e = next_kv_estimate(cap, 0, e, Verdict::Surplus, None);
+    }
+    assert_eq!(e, Some(100_000));
+    // no capacity: nothing until a shortfall, then within [ceiling / 4, ceiling]
+    assert_eq!(
+        next_kv_estimate(None, 64_000, None, Verdict::Confirmed, None),
+        None
+    );
+    assert_eq!(
+        next_kv_estimate(None, 64_000, None, Verdict::Shortfall, Some(20_000.0)),
+        Some(20_000)
+    );
+    assert_eq!(
+        next_kv_estimate(None, 64_000, None, Verdict::Shortfall, Some(100.0)),
+        Some(16_000)
+    );
+}
+
+/// S is shared; B (oldest), then S+A, then S+C on worker 0.
+fn three_prompts() -> (Index, u32, [Vec<u8>; 3]) {
+    let mut idx = Index::new(1 << 20, usize::MAX);
+    let m = idx.model_named("");
+    let s = text("shared system prompt ", 1024);
+    let b = text("bravo conversation ", 2048);
+    let a = cat(&s, &text("alpha turn one ", 1024));
+    let c = cat(&s, &text("charlie turn one ", 1024));
+    for t in [&b, &a, &c] {
+        idx.insert(m, &h(t), W0, usize::MAX);
+    }
+    (idx, m, [b, a, c])
+}
+
+fn held(idx: &Index, m: u32, t: &[u8]) -> usize {
+    idx.match_per_worker(m, &h(t), &[W0])[0]
+}
+
+#[test]
+fn a_shortfall_drops_the_lost_part_and_what_hangs_below_it() {
+    let (mut idx, m, [b, a, c]) = three_prompts();
+    // A's second turn, a branch of it (a sub-agent), then D (sharing S)
+    let a2 = cat(&a, &text("alpha turn two ", 512));
+    idx.insert(m, &h(&a2), W0, usize::MAX);
+    let branch = cat(&a, &text("alpha's sub-agent ", 512));
+    idx.insert(m, &h(&branch), W0, usize::MAX);
+    let d = cat(&a[..1024], &text("delta turn one ", 1024));
+    idx.insert(m, &h(&d), W0, usize::MAX);
+    let a3 = cat(&a2, &text("alpha turn three ", 512));
+    let prior = idx.prior(m, &h(&a3), W0);
+    assert_eq!(prior.bytes(), 2560);
+    assert_eq!(prior.path.len(), 2, "{prior:?}");
+    idx.insert(m, &h(&a3), W0, usize::MAX);
+    // the worker kept the shared 1,024 bytes, not A's own part
+    let c3 = idx.correct(&h(&a3), W0, &prior, 1024 / 32);
+    assert!(c3.dropped > 0);
+    assert_eq!(held(&idx, m, &a3), 1024);
+    // the branch hung below the lost part: gone
+    assert_eq!(held(&idx, m, &branch), 1024);
+    // C hangs from the kept part, B and D from elsewhere: kept
+    assert_eq!(held(&idx, m, &b), 2048);
+    assert_eq!(held(&idx, m, &c), 2048);
+    assert_eq!(held(&idx, m, &d), 2048);
+    assert_eq!(idx.stats().evicted_chunks[3] as usize, c3.dropped);
+    assert_eq!(
+        idx.stats().chunks,
+        32 + 64 + 32 + 32,
+        "S, B, C's and D's own parts"
+    );
+    // used after A's second turn and kept: D's own part and the kept head
+    assert_eq!(c3.newer_bytes, Some(1024 + 1024));
+    // nothing to drop twice
+    assert_eq!(idx.correct(&h(&a3), W0, &prior, 1024 / 32).dropped, 0);
+    // no prediction past the reported length: nothing to correct
+    let (mut idx, m, [_, a, _]) = three_prompts();
+    let p = idx.prior(m, &h(&a), W0);
+    assert_eq!(idx.correct(&h(&a), W0, &p, p.chunks), Correction::default());
+    assert_eq!(held(&idx, m, &a), 2048);
+}
+
+#[test]
+fn nothing_cached_drops_the_whole_path_and_keeps_other_roots() {
+    let (mut idx, m, [b, a, c]) = three_prompts();
+    // the most recent prompt found nothing (a flush, a restart, or its root was evicted)
+    let c2 = cat(&c, &text("charlie turn two ", 256));
+    let prior = idx.prior(m, &h(&c2), W0);
+    idx.insert(m, &h(&c2), W0, usize::MAX);
+    let c0 = idx.correct(&h(&c2), W0, &prior, 0);
+    for t in [&a, &c] {
+        assert_eq!(held(&idx, m, t), 0);
+    }
+    // B shares nothing with it: its own answer will tell
+    assert_eq!(held(&idx, m, &b), 2048);
+    assert_eq!(idx.stats().chunks, 64);
+    assert_eq!(c0.newer_bytes, Some(0));
+    // a branch added below the lost part after the prediction goes too (no stranded child)
+    let (mut idx, m, [_, a, c]) = three_prompts();
+    let prior = idx.prior(m, &h(&a), W0);
+    let late = cat(&a, &text("late branch ", 256));
+    idx.insert(m, &h(&late), W0, usize::MAX);
+    let cut = idx.correct(&h(&a), W0, &prior, 1024 / 32);
+    assert_eq!(held(&idx, m, &late), 1024);
+    // C hangs from the kept part: kept
+    assert_eq!(held(&idx, m, &c), 2048);
+    assert_eq!(idx.stats().chunks, 32 + 32 + 64);
+    // no path segment starts past the cut: nothing bounds when the lost chunk was used
+    assert_eq!(cut.newer_bytes, None);
+}
+
+fn fleet(stats: &[Arc<WorkerStats>]) -> WorkerSnapshot {
+    WorkerSnapshot::new(
+        stats
+            .iter()
+            .enumerate()
+            .map(|(i, s)| WorkerEntry {
+                id: WorkerId(i as u32),
+                url: format!("http://w{i}").into(),
+                models: vec![Arc::from("m")],
+                available: true,
+                stats: s.clone(),
+            })
+            .collect(),
+    )
+}
+
+fn router(policy: PolicyKind, mode: FeedbackMode) -> Router {
+    Router::new(&RouterOptions {
+        policy,
+        cache_feedback: mode,
+        ..RouterOptions::default()
+    })
+    .unwrap()
+}
+
+/// Routes `t` keyless (or with `key`) to worker 0 (the others excluded) and returns its ticket.
+fn send(r: &Router, snap: &WorkerSnapshot, t: &[u8], key: Option<&str>) -> Option<Ticket> {
+    let pairs = key.map(|k| [("x-smg-routing-key", k.as_bytes())]);
+    let headers = HeaderList(pairs.as_ref().map_or(&[][..], |p| &p[..]));
+    let others: Vec<WorkerId> = (1..snap.entries().len() as u32).map(WorkerId).collect();
+    let text = std::str::from_utf8(t).unwrap();
+    let req = RouteRequest {
+        rid: None,
+        headers: &headers,
+        body: None,
+        model: Some("m"),
+        leg: crate::Leg::Regular,
+        text: Some(text),
+        tokens: None,
+        prefix: None,
+        exclude: &others,
+        stream: Some(false),
+    };
+    let mut d = r
+        .route(&req, snap, Duration::from_secs(1), &mut Rng::seeded(3))
+        .unwrap();
+    assert_eq!(d.worker, W0);
+    d.lease.take_ticket()
+}
+
+fn report(cached_chars: usize, prompt: &[u8]) -> Report {
+    // 4 characters a token, as the router's default estimate
+    Report {
+        cached_tokens: (cached_chars / 4) as u64,
+        prompt_tokens: Some((prompt.len() / 4) as u64),
+    }
+}
+
+#[test]
+fn an_evicted_prompt_stops_counting_after_one_answer() {
+    for policy in [PolicyKind::TtftAware, PolicyKind::CacheAware] {
+        let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
+        stats[0].set_kv_capacity_tokens(100_000);
+        let snap = fleet(&stats);
+        let r = router(policy, FeedbackMode::On);
+        let p = text("a long conversation ", 8192);
+        let t = send(&r, &snap, &p, None).unwrap();
+        assert_eq!(t.expectation.as_ref().unwrap().predicted_bytes(), 0);
+        let o = r.observe_reported(t, report(0, &p), &snap).unwrap();
+        assert_eq!(o.verdict, Verdict::Confirmed, "{policy:?}");
+        // a sub-agent extending it, and its second turn, find it cached
+        let sub = cat(&p, &text("a sub-agent's task ", 4096));
+        let p2 = cat(&p, &text("and its second turn ", 1024));
+        for q in [&sub, &p2] {
+            let t = send(&r, &snap, q, None).unwrap();
+            assert_eq!(t.expectation.as_ref().unwrap().predicted_bytes(), 8192);
+            let o = r.observe_reported(t, report(8192, q), &snap).unwrap();
+            assert_eq!(o.verdict, Verdict::Confirmed, "{policy:?}");
+        }
+        // the worker evicted it; the third turn finds only 100 tokens cached
+        let p3 = cat(&p2, &text("and its third turn ", 1024));
+        let t = send(&r, &snap, &p3, None).unwrap();
+        assert_eq!(t.expectation.as_ref().unwrap().predicted_bytes(), p2.len());
+        let o = r.observe_reported(t, report(400, &p3), &snap).unwrap();
+        assert_eq!(o.verdict, Verdict::Shortfall, "{policy:?}");
+        assert!(o.corrected_chunks > 0);
+        assert_eq!(o.reported_tokens, 100);
+        // the sub-agent's part no longer counts as cached there; the conversation does (the
+        // worker just computed it)
+        let t = send(&r, &snap, &cat(&sub, b"more"), None).unwrap();
+        assert_eq!(t.expectation.unwrap().predicted_bytes(), 8192, "{policy:?}");
+        let t = send(&r, &snap, &cat(&p3, b"more"), None).unwrap();
+        assert_eq!(t.expectation.unwrap().predicted_bytes(), p3.len() / 32 * 32);
+        // the worker's learned KV estimate came down from its capacity, within its bounds; the
+        // reported capacity still bounds the index
+        let learned = stats[0].learned_kv_tokens().unwrap();
+        assert!((25_000..100_000).contains(&learned), "{learned}");
+        assert_eq!(stats[0].effective_kv_tokens(), Some(100_000));
+    }
+}
+
+#[test]
+fn measure_compares_without_correcting_and_off_reads_nothing() {
+    let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
+    let snap = fleet(&stats);
+    let r = router(PolicyKind::TtftAware, FeedbackMode::Measure);
+    let p = text("a conversation ", 4096);
+    let t = send(&r, &snap, &p, None).unwrap();
+    r.observe_reported(t, report(0, &p), &snap);
+    let t = send(&r, &snap, &p, None).unwrap();
+    let o = r.observe_reported(t, report(0, &p), &snap).unwrap();
+    assert_eq!((o.verdict, o.corrected_chunks), (Verdict::Shortfall, 0));
+    let t = send(&r, &snap, &p, None).unwrap();
+    assert_eq!(t.expectation.unwrap().predicted_bytes(), 4096);
+    assert_eq!(stats[0].learned_kv_tokens(), None);
+    // off, or a policy without an index: no ticket at all
+    let off = router(PolicyKind::TtftAware, FeedbackMode::Off);
+    assert!(send(&off, &snap, &p, None).is_none());
+    assert!(!off.reads_reports());
+    let rr = router(PolicyKind::RoundRobin, FeedbackMode::On);
+    assert!(!rr.reads_reports());
+}
+
+#[test]
+fn a_pinned_session_is_compared_with_its_previous_answer() {
+    let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
+    let snap = fleet(&stats);
+    let r = router(PolicyKind::TtftAware, FeedbackMode::On);
+    let p = text("a pinned session ", 4096);
+    let t = send(&r, &snap, &p, Some("k1")).unwrap();
+    assert!(t.session.is_some());
+    r.observe_reported(t, report(0, &p), &snap);
+    // a turn whose body was not read: no index prediction, only the session's
+    let key = send(&r, &snap, &p, Some("k1")).unwrap().session;
+    let unread = Ticket {
+        worker: W0,
+        expectation: None,
+        session: key,
+    };
+    let o = r
+        .observe_reported(unread.clone(), report(4096, &p), &snap)
+        .unwrap();
+    assert!(o.from_session);
+    assert_eq!(
+        (o.predicted_tokens, o.verdict),
+        (1024.0, Verdict::Confirmed)
+    );
+    assert!(!r.feedback.session_short(key.unwrap()));
+    let o = r.observe_reported(unread, report(0, &p), &snap).unwrap();
+    assert_eq!(o.verdict, Verdict::Shortfall);
+    // its next turn is read again
+    assert!(r.feedback.session_short(key.unwrap()));
+}

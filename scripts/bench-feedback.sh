@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Cached-token feedback (issue #17) on the agentic workload of `berth demo`'s second set: each
+# SETTING x MODE x run gets 4 fresh `berth sim-worker` processes (KV capacity per setting,
+# prefill 2,000 tokens/s, time scale 0.2) behind a fresh `berth serve --policy POLICY
+# --cache-feedback MODE`, driven by `berth bench` (Poisson arrivals, NPROMPTS shared system
+# prompts of SYSW words, 3±2 turns, 2 sub-agents extending their parent, streaming chat), all on
+# loopback. `measure` routes exactly as `off` but counts the index's prediction error, so
+# measure vs on is feedback off vs on with the index's accuracy known for both.
+# Prints one row per run: cached share, TTFT p50/p99, and from the gateway's metrics the index's
+# mean absolute error of predicted cached tokens (source="index"), answers compared, shortfalls,
+# corrections. Bounded by ROOTS per run.
+#
+# Usage: scripts/bench-feedback.sh
+#   env: POLICY (ttft_aware) ROUTING (smg_routing_key) MODES ("measure on") RUNS (3)
+#        FIRST_SEED (1: run n uses bench seed FIRST_SEED + n - 1)
+#        SETTINGS ("demo pressure"): demo = KV 6144, 30 roots at 4/s (the demo's agentic set);
+#        pressure = KV 3072, 60 roots at 6/s. BASE_PORT (25000)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BERTH=$ROOT/target/release/berth
+BASE=${BASE_PORT:-25000}
+OUT=${OUT:-/tmp/berth-feedback}
+POLICY=${POLICY:-ttft_aware}
+ROUTING=${ROUTING:-smg_routing_key}
+MODES=${MODES:-"measure on"}
+RUNS=${RUNS:-3}
+SETTINGS=${SETTINGS:-"demo pressure"}
+# shellcheck source=scripts/bench-lib.sh
+. "$ROOT/scripts/bench-lib.sh"
+mkdir -p "$OUT"
+trap kill_pids EXIT
+(cd "$ROOT" && cargo build --release -q -p berth)
+
+metric_sum() { # metrics-file name-prefix: sum of the samples whose line starts with it
+    awk -v p="$2" 'index($0, p) == 1 { s += $NF } END { printf "%.0f", s }' "$1"
+}
+
+printf '%-9s %-8s %3s %6s %7s %9s %9s %9s %8s %10s %11s\n' setting mode run ok cached \
+    ttft_p50 ttft_p99 mae_tok compared shortfall corrections
+for setting in $SETTINGS; do
+    case $setting in
+        demo) KV=6144 ROOTS=30 RATE=4 ;;
+        pressure) KV=3072 ROOTS=60 RATE=6 ;;
+        *) echo "unknown setting $setting" >&2; exit 1 ;;
+    esac
+    for run in $(seq "${FIRST_SEED:-1}" $((${FIRST_SEED:-1} + RUNS - 1))); do
+        for mode in $MODES; do
+            PIDS=()
+            URLS=()
+            for i in 1 2 3 4; do
+                "$BERTH" sim-worker --host 127.0.0.1 --port $((BASE + i)) --model sim-model \
+                    --kv-capacity-tokens "$KV" --prefill-tokens-per-sec 2000 --time-scale 0.2 \
+                    >"$OUT/sim-$i.log" 2>&1 &
+                PIDS+=($!)
+                URLS+=("http://127.0.0.1:$((BASE + i))")
+            done
+            for u in "${URLS[@]}"; do wait_http "$u/health"; done
+            "$BERTH" serve --host 127.0.0.1 --port "$BASE" --worker-urls "${URLS[@]}" \
+                --policy "$POLICY" --cache-feedback "$mode" --prometheus-host 127.0.0.1 \
+                --prometheus-port $((BASE + 9)) --log-level warn >"$OUT/gateway.log" 2>&1 &
+            PIDS+=($!)
+            wait_http "http://127.0.0.1:$BASE/readiness"
+            art="$OUT/$setting-$mode-$run"
+            rm -rf "$art"
+            "$BERTH" bench --url "http://127.0.0.1:$BASE" --session-routing "$ROUTING" \
+                --num-sessions "$ROOTS" --concurrency 1000 --request-rate "$RATE" \
+                --arrival-pattern poisson --num-system-prompts "${NPROMPTS:-4}" \
+                --shared-system-prompt-length "${SYSW:-1500}" --session-turns-mean 3 \
+                --session-turns-stddev 2 --session-turn-delay-mean 200 \
+                --session-turn-delay-stddev 100 --synthetic-input-tokens-mean 120 \
+                --synthetic-input-tokens-stddev 60 --output-tokens-mean 40 \
+                --output-tokens-stddev 13 --agent-fanout 2 --agent-depth 1 \
+                --agent-context parent --random-seed "$run" --expected-workers 4 \
+                --endpoint-type chat --streaming --quiet --artifact-dir "$art" >/dev/null
+            curl -s "http://127.0.0.1:$((BASE + 9))/metrics" >"$art/gateway-metrics.txt"
+            kill_pids
+            csv=$(ls "$art"/*.csv | head -1)
+            get() { awk -F, -v m="$1" '$2 == m { print $3 }' "$csv" | head -1; }
+            m="$art/gateway-metrics.txt"
+            # the index's error only (source="index")
+            esum=$(grep '^berth_cached_tokens_prediction_error_sum{' "$m" | grep 'source="index"' \
+                | awk '{ s += $NF } END { printf "%.0f", s }')
+            ecount=$(grep '^berth_cached_tokens_prediction_error_count{' "$m" \
+                | grep 'source="index"' | awk '{ s += $NF } END { printf "%.0f", s }')
+            mae=$(awk -v s="$esum" -v c="$ecount" 'BEGIN { if (c > 0) printf "%.0f", s / c; else print "-" }')
+            short=$(grep '^berth_cached_tokens_reports_total{' "$m" | grep 'verdict="shortfall"' \
+                | awk '{ s += $NF } END { printf "%.0f", s }')
+            corr=$(metric_sum "$m" 'berth_prefix_index_corrections_total{')
+            printf '%-9s %-8s %3s %6s %7.3f %9.1f %9.1f %9s %8s %10s %11s\n' "$setting" "$mode" \
+                "$run" "$(get ok)" "$(get cached_ratio)" "$(get ttft_ms_p50)" \
+                "$(get ttft_ms_p99)" "$mae" "$ecount" "$short" "$corr"
+        done
+    done
+done

@@ -12,6 +12,7 @@
 #
 # Needs: wrk, nginx, redis-server, redis-benchmark, redis-cli (apt-get install wrk nginx
 # redis-server). Usage: scripts/bench-sticky-store.sh [DURATION] [CONNS]   (results in $OUT)
+#   PARTS=2 runs only part 2 (any of 1234); BERTH=/path/to/berth measures another build.
 set -euo pipefail
 
 DURATION=${1:-10}
@@ -21,7 +22,8 @@ OUT=${OUT:-/tmp/berth-store-bench}
 KEYS=${KEYS:-1000}
 PINS=${PINS:-1000000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BERTH=$ROOT/target/release/berth
+BERTH=${BERTH:-$ROOT/target/release/berth}
+PARTS=${PARTS:-1234}
 HZ=$(getconf CLK_TCK)
 # shellcheck source=scripts/bench-lib.sh
 . "$ROOT/scripts/bench-lib.sh"
@@ -102,6 +104,7 @@ run() { # name script conns -> "rps p50_ms p99_ms cpu_us_per_req non2xx"
         END { printf "%.0f %s %s %.2f %d\n", rps, p50, p99, (c1 - c0) * 1e6 / hz / r, e }' "$f"
 }
 
+if [[ $PARTS == *1* ]]; then
 echo "== 1. sticky hit: $KEYS warm keys, wrk -t1 -c$CONNS -d${DURATION}s, off and on alternated twice"
 for g in off1 on1; do
     port=$([ $g = off1 ] && echo $OFF1 || echo $ON1)
@@ -119,7 +122,9 @@ done
 awk -v off="${CPU[off1]}" -v on="${CPU[on1]}" 'BEGIN {
     n = split(off, a, " "); split(on, b, " "); for (i = 1; i <= n; i++) { so += a[i]; sn += b[i] }
     printf "sticky-hit CPU per request, on/off: %.3f\n", sn / so }'
+fi
 
+if [[ $PARTS == *2* ]]; then
 echo
 echo "== 2. new keys: every request a new key, one connection, ${DURATION}s each"
 redis-benchmark -p "$RP" -t ping_inline -n 20000 -c 1 2>/dev/null | grep -A2 "latency summary" | tail -2 \
@@ -135,7 +140,9 @@ read -r a50 a99 <<<"${LAT[off1]}"; read -r b50 b99 <<<"${LAT[on1]}"
 awk -v a="$a50" -v b="$b50" -v c="$a99" -v d="$b99" \
     'BEGIN { printf "added by the store: p50 %.0f us, p99 %.0f us\n", (b - a) * 1000, (d - c) * 1000 }'
 curl -s "http://127.0.0.1:$((ON1 + 1))/metrics" | grep 'berth_sticky_store_latency_seconds_\(sum\|count\){op="place"}' || true
+fi
 
+if [[ $PARTS == *3* ]]; then
 echo
 echo "== 3. two replicas behind nginx round robin, berth bench (smg_routing_key)"
 cat >"$OUT/nginx.conf" <<NGINX
@@ -162,7 +169,9 @@ for pair in "off:$NP_OFF" "on:$NP_ON"; do
         --artifact-dir "$OUT/bench-$name" >"$OUT/bench-$name.txt" 2>&1
     printf "store %-3s " "$name"; grep -i "stickiness" "$OUT/bench-$name.txt" | head -1
 done
+fi
 
+if [[ $PARTS == *4* ]]; then
 echo
 echo "== 4. Redis memory at $PINS pins of the store's format (TTL set, two worker URLs each)"
 redis-cli -p "$RP" flushall >/dev/null
@@ -178,3 +187,4 @@ after=$(redis-cli -p "$RP" info memory | awk -F: '/^used_memory:/ {print $2+0}')
 keys=$(redis-cli -p "$RP" dbsize)
 awk -v b="$before" -v a="$after" -v k="$keys" 'BEGIN {
     per = (a - b) / k; printf "%d keys, %.1f bytes per pin, %.2f M pins per GiB\n", k, per, 1073741824 / per / 1e6 }'
+fi

@@ -43,6 +43,7 @@ pub mod server;
 
 mod admin;
 mod chains;
+mod coarse_timer;
 mod discovery;
 mod eviction;
 mod proxy;

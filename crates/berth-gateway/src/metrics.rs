@@ -6,7 +6,7 @@
 //! so the request path never touches them.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 mod feedback;
 mod index;
@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 use crate::admission::AdmissionMetrics;
 use crate::discovery::DiscoveryMetrics;
 use crate::registry::View;
-use crate::routing::RouterStats;
+use crate::routing::{Branch, KeySource, RouterStats};
 use crate::store::StoreMetrics;
 use crate::upstream::UpstreamMetrics;
 
@@ -82,11 +82,15 @@ pub(crate) struct ResponseLabels {
 pub struct Metrics {
     registry: Registry,
     pub(crate) branch: Family<BranchLabels, Counter>,
+    /// `branch`'s counters by `Branch as usize`, resolved on first use.
+    branch_hot: Resolved<8>,
     cache_entries: Gauge,
     idle_timeouts: Gauge,
     evictions: Family<ReasonLabels, Counter>,
     evictions_seen: Mutex<[u64; 3]>,
     pub(crate) key_source: Family<SourceLabels, Counter>,
+    /// `key_source`'s counters by `KeySource as usize`, resolved on first use.
+    key_source_hot: Resolved<16>,
     pub(crate) session_control: Family<SessionLabels, Counter>,
     worker_keys: Family<WorkerLabels, Gauge>,
     pub(crate) body_path: Family<BodyPathLabels, Counter>,
@@ -158,6 +162,8 @@ impl Metrics {
             upstream: UpstreamMetrics::default(),
             responses: Family::default(),
             responses_ok: Counter::default(),
+            branch_hot: Resolved::default(),
+            key_source_hot: Resolved::default(),
             retries: Counter::default(),
             stream_errors: Counter::default(),
             worker_active: Family::default(),
@@ -339,6 +345,28 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts a routing decision's branch (`smg_manual_policy_branch_total`).
+    pub(crate) fn count_branch(&self, branch: Branch) {
+        self.branch_hot.inc(branch as usize, || {
+            self.branch
+                .get_or_create(&BranchLabels {
+                    branch: branch.as_str(),
+                })
+                .clone()
+        });
+    }
+
+    /// Counts where a routing key came from (`smg_routing_key_source_total`).
+    pub(crate) fn count_key_source(&self, source: KeySource) {
+        self.key_source_hot.inc(source as usize, || {
+            self.key_source
+                .get_or_create(&SourceLabels {
+                    source: source.as_str(),
+                })
+                .clone()
+        });
+    }
+
     /// Prometheus text exposition, after refreshing the scrape-time figures.
     pub(crate) fn render(
         &self,
@@ -467,5 +495,27 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Counters of one family indexed by a closed enum's discriminant, each resolved from the
+/// family on first use: the request path's count is then one atomic load and add instead of a
+/// label lookup under the family's lock, and a series still appears only once it is counted.
+/// An index past `N` falls back to the lookup.
+#[derive(Debug)]
+struct Resolved<const N: usize>([OnceLock<Counter>; N]);
+
+impl<const N: usize> Default for Resolved<N> {
+    fn default() -> Self {
+        Self(std::array::from_fn(|_| OnceLock::new()))
+    }
+}
+
+impl<const N: usize> Resolved<N> {
+    fn inc(&self, i: usize, resolve: impl FnOnce() -> Counter) {
+        match self.0.get(i) {
+            Some(c) => c.get_or_init(resolve).inc(),
+            None => resolve().inc(),
+        };
     }
 }

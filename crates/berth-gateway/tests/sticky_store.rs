@@ -164,6 +164,48 @@ async fn a_restarted_replica_keeps_every_pin() {
     assert!(sample(&m, "berth_sticky_store_adopted_total").unwrap() >= 1.0);
 }
 
+/// The gateway's connections to `redis` (every client but the `CLIENT LIST` callers).
+fn gateway_clients(redis: &RedisServer) -> usize {
+    redis
+        .command("CLIENT LIST")
+        .lines()
+        .filter(|l| l.contains(" fd=") && !l.contains("cmd=client|list"))
+        .count()
+}
+
+#[tokio::test]
+async fn each_io_thread_places_new_keys_over_its_own_connection() {
+    let Some(redis) = RedisServer::start("io thread connections") else {
+        return;
+    };
+    let w = sims(2).await;
+    let mut c = store_config(&w, &redis);
+    c.io_threads = 2;
+    let g = start(c).await;
+    // the shared connection and the invalidation subscriber
+    eventually("two connections at start", || async {
+        gateway_clients(&redis) == 2
+    })
+    .await;
+    // a fresh client connection per request: the accept loop deals them to both IO threads
+    // in turn, and each thread makes its own connection on its first new key
+    let fresh = || TestClient::new(g.gw.addr());
+    for i in 0..8 {
+        fresh().keyed(&format!("io-{i}")).await;
+    }
+    eventually("one more connection per IO thread", || async {
+        gateway_clients(&redis) == 4
+    })
+    .await;
+    for i in 8..40 {
+        let key = format!("io-{i}");
+        let worker = fresh().keyed(&key).await;
+        let pin = sticky(&g.client, &key).await;
+        assert_eq!(first(&pin["store"]), Some(worker), "{key} stored: {pin}");
+    }
+    assert_eq!(gateway_clients(&redis), 4, "no connection per request");
+}
+
 #[tokio::test]
 async fn sticky_admin_shows_a_pin_everywhere_and_delete_drops_it_everywhere() {
     let Some(redis) = RedisServer::start("sticky admin") else {

@@ -8,7 +8,7 @@ use super::Endpoint;
 use super::headers::HeaderMapSource;
 use super::inspect::Inspected;
 use crate::error::GatewayError;
-use crate::metrics::{BranchLabels, LegBranchLabels, SourceLabels};
+use crate::metrics::LegBranchLabels;
 use crate::registry::{View, Worker};
 use crate::rng::with_rng;
 use crate::routing::{
@@ -87,13 +87,7 @@ pub(crate) fn route_error(state: &AppState, router: &Router, e: RouteError) -> G
         RouteError::NoAvailableWorkers => {
             // A pin-keeping router reports every decision's branch, refusals included.
             if router.keeps_pins() {
-                state
-                    .metrics
-                    .branch
-                    .get_or_create(&BranchLabels {
-                        branch: Branch::NoHealthyWorkers.as_str(),
-                    })
-                    .inc();
+                state.metrics.count_branch(Branch::NoHealthyWorkers);
             }
             GatewayError::NoAvailableWorkers
         }
@@ -112,31 +106,23 @@ pub(crate) fn record_decision(
     // Every decision of a pin-keeping router has a branch, keyless ones (`no_routing_id`)
     // included.
     let branch = d.branch.map(|b| b.as_str());
-    if let Some(branch) = branch {
-        state
-            .metrics
-            .branch
-            .get_or_create(&BranchLabels { branch })
-            .inc();
-        if leg != Leg::Regular {
-            state
-                .metrics
-                .pd_branch
-                .get_or_create(&LegBranchLabels {
-                    leg: leg_name(leg),
-                    branch,
-                })
-                .inc();
-        }
+    if let Some(b) = d.branch {
+        state.metrics.count_branch(b);
     }
-    if let Some(key) = &d.key {
+    if let Some(branch) = branch
+        && leg != Leg::Regular
+    {
         state
             .metrics
-            .key_source
-            .get_or_create(&SourceLabels {
-                source: key.source.as_str(),
+            .pd_branch
+            .get_or_create(&LegBranchLabels {
+                leg: leg_name(leg),
+                branch,
             })
             .inc();
+    }
+    if let Some(key) = &d.key {
+        state.metrics.count_key_source(key.source);
         tracing::debug!(
             source = key.source.as_str(),
             key = %key.key,

@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
@@ -23,7 +23,10 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// A shared, self-healing connection to the store.
 pub(crate) struct Link {
     pub(crate) client: redis::Client,
+    /// The shared connection (the main runtime's tasks; IO threads until theirs is made).
     conn: ArcSwapOption<ConnectionManager>,
+    /// Bumped with each new shared connection: the IO threads' connections are made again.
+    generation: AtomicU64,
     up: AtomicBool,
     pub(crate) timeout: Duration,
     pub(crate) metrics: Arc<StoreMetrics>,
@@ -50,6 +53,7 @@ impl Link {
         Ok(Self {
             client,
             conn: ArcSwapOption::empty(),
+            generation: AtomicU64::new(0),
             up: AtomicBool::new(false),
             timeout: settings.timeout,
             metrics,
@@ -65,7 +69,7 @@ impl Link {
 
     /// Runs `f` on the connection within the timeout, timing it under `op`. `None` when the
     /// store is down (not tried) or the call failed (then the store is marked down).
-    pub(crate) async fn call<T, F, Fut>(&self, op: &'static str, f: F) -> Option<T>
+    pub(crate) async fn call<T, F, Fut>(self: &Arc<Self>, op: &'static str, f: F) -> Option<T>
     where
         F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
@@ -75,7 +79,7 @@ impl Link {
 
     /// [`Link::call`] with another bound (the batched refresh sends many commands at once).
     pub(crate) async fn call_within<T, F, Fut>(
-        &self,
+        self: &Arc<Self>,
         op: &'static str,
         bound: Duration,
         f: F,
@@ -87,9 +91,13 @@ impl Link {
         if !self.is_up() {
             return None;
         }
-        let conn = self.conn.load_full()?;
+        let generation = self.generation.load(Ordering::Relaxed);
+        let conn = match super::local::thread_conn(self, generation) {
+            Some(c) => c,
+            None => (*self.conn.load_full()?).clone(),
+        };
         let start = Instant::now();
-        let result = tokio::time::timeout(bound, f((*conn).clone())).await;
+        let result = tokio::time::timeout(bound, f(conn)).await;
         self.metrics
             .latency
             .get_or_create(&OpLabels { op })
@@ -124,7 +132,7 @@ impl Link {
 
     /// One connection attempt: a fresh connection manager (connect and response timeouts set)
     /// and a `PING`, within the timeout.
-    async fn connect(&self) -> Result<ConnectionManager, String> {
+    pub(super) async fn connect(&self) -> Result<ConnectionManager, String> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout))
@@ -146,13 +154,19 @@ impl Link {
         }
     }
 
+    /// Makes `conn` the shared connection (a new generation) and marks the store up.
+    fn install(&self, conn: ConnectionManager) {
+        self.conn.store(Some(Arc::new(conn)));
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        self.up.store(true, Ordering::Relaxed);
+        self.metrics.up.set(1);
+    }
+
     /// Connects now (start-up); logs once if the store cannot be reached.
     pub(crate) async fn start(&self) {
         match self.connect().await {
             Ok(conn) => {
-                self.conn.store(Some(Arc::new(conn)));
-                self.up.store(true, Ordering::Relaxed);
-                self.metrics.up.set(1);
+                self.install(conn);
                 tracing::info!(store = %self.shown_url, "sticky store connected");
             }
             Err(e) => {
@@ -186,9 +200,7 @@ impl Link {
             tokio::time::sleep(backoff).await;
             match self.connect().await {
                 Ok(conn) => {
-                    self.conn.store(Some(Arc::new(conn)));
-                    self.up.store(true, Ordering::Relaxed);
-                    self.metrics.up.set(1);
+                    self.install(conn);
                     tracing::info!(
                         store = %self.shown_url,
                         outage_secs = outage_start.map_or(0.0, |s| s.elapsed().as_secs_f64()),

@@ -4,6 +4,7 @@
 //! - `settings.rs`: the validated `--sticky-store*` settings.
 //! - `names.rs`: key and channel names, the value format, and the Lua scripts.
 //! - `link.rs`: the connection: timeouts, up/down state, reconnection with backoff, metrics.
+//! - `local.rs`: one connection per IO thread (a call stays on the request's thread).
 //! - `sync.rs`: the request-path hooks around the core's `route` (a new key consults the
 //!   store; a moved pin is published; a sticky hit only marks its key for the next refresh).
 //! - `flush.rs`: the batched refresh (TTLs, lazy write-back after an outage, convergence) and
@@ -27,6 +28,7 @@ mod chain;
 mod flush;
 mod keyset;
 mod link;
+mod local;
 mod metrics;
 mod names;
 mod ops;

@@ -11,7 +11,7 @@
 //! client whose streamed body failed (too slow, too large, gone) failed the attempt itself:
 //! nothing is reported. Whether to retry is the dispatcher's decision.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use http::{Request, Response};
@@ -41,6 +41,20 @@ pub(crate) struct UpstreamMetrics {
     pub(crate) status: Family<StatusLabels, Counter>,
     /// `smg_router_stale_connection_resends_total`.
     pub(crate) stale_resends: Counter,
+    /// `status{status_code="200"}`, resolved on first use: the common case skips the family's
+    /// lookup.
+    ok: OnceLock<Counter>,
+}
+
+impl UpstreamMetrics {
+    fn count(&self, status_code: u16) {
+        let lookup = || self.status.get_or_create(&StatusLabels { status_code });
+        if status_code == 200 {
+            self.ok.get_or_init(|| lookup().clone()).inc();
+        } else {
+            lookup().inc();
+        }
+    }
 }
 
 /// The worker an attempt goes to.
@@ -111,12 +125,7 @@ impl Upstream<'_> {
         let failure = match sent {
             Some(Ok((resp, conn))) => {
                 let status = resp.status().as_u16();
-                self.metrics
-                    .status
-                    .get_or_create(&StatusLabels {
-                        status_code: status,
-                    })
-                    .inc();
+                self.metrics.count(status);
                 report(if status >= 500 {
                     Outcome::Failure
                 } else {

@@ -12,18 +12,21 @@
 //! single-threaded runtime with its own worker connections, so a request never crosses threads
 //! (nginx's worker model; measured ~10-15% less CPU per request than tokio's work-stealing
 //! runtime here). With 0, one IO loop runs on the caller's runtime (tests, embedding).
+//!
+//! - `io.rs`: the accept loop and the IO loops.
+//! - `conn.rs`: one client connection (TLS, HTTP/1.1, the header timeout), and the
+//!   Prometheus endpoint's.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
+use self::conn::serve_metrics;
+use self::io::{accept_loop, spawn_io};
 use crate::admission::Admission;
 use crate::clock::Clock;
 use crate::config::GatewayConfig;
@@ -31,9 +34,11 @@ use crate::error::GatewayError;
 use crate::metrics::Metrics;
 use crate::registry::{self, Registry};
 use crate::routing::Router;
-use crate::state::{AppState, IoCtx};
-use crate::upstream::Pool;
-use crate::{eviction, service, upstream};
+use crate::state::AppState;
+use crate::{eviction, upstream};
+
+mod conn;
+mod io;
 
 /// Entry point for embedding the gateway.
 #[derive(Debug)]
@@ -271,203 +276,4 @@ pub async fn serve(
     shutdown.await;
     handle.shutdown().await;
     Ok(())
-}
-
-/// After a failed `accept` (e.g. out of file descriptors, which keeps failing until a
-/// connection closes), waits a little instead of spinning a core on the error.
-async fn accept_backoff(e: &std::io::Error) {
-    tracing::warn!(error = %e, "accept failed; retrying in 50 ms");
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-}
-
-/// Accepts connections and deals them round robin to the IO loops.
-async fn accept_loop(listener: TcpListener, io: Vec<IoLoop>, mut stop: watch::Receiver<bool>) {
-    let mut next = 0usize;
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _peer)) => stream,
-                    Err(e) => {
-                        accept_backoff(&e).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let Ok(stream) = stream.into_std() else { continue };
-                if io.is_empty() || io[next % io.len()].conns.send(stream).is_err() {
-                    continue;
-                }
-                next = next.wrapping_add(1);
-            }
-            _ = stop.changed() => break,
-        }
-    }
-    drop(listener);
-    for l in io {
-        drop(l.conns);
-        let _ = l.done.await;
-    }
-}
-
-/// How often an IO loop drops idle connections to removed workers.
-const POOL_PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// One IO loop: where its connections are served, and how to learn it has drained.
-struct IoLoop {
-    conns: mpsc::UnboundedSender<std::net::TcpStream>,
-    done: oneshot::Receiver<()>,
-}
-
-/// Starts the IO loops: `threads` OS threads with a single-threaded runtime each (a connection
-/// and its upstream connections then stay on one thread: no cross-thread wake-ups), or, with
-/// 0, one loop on the caller's runtime.
-fn spawn_io(
-    state: &Arc<AppState>,
-    threads: usize,
-    stop: &watch::Receiver<bool>,
-) -> Result<Vec<IoLoop>, GatewayError> {
-    let mut loops = Vec::new();
-    for i in 0..threads.max(1) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (done_tx, done_rx) = oneshot::channel();
-        let (state, stop) = (state.clone(), stop.clone());
-        if threads == 0 {
-            tokio::spawn(async move {
-                io_loop(rx, state, stop).await;
-                let _ = done_tx.send(());
-            });
-        } else {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            std::thread::Builder::new()
-                .name(format!("berth-io-{i}"))
-                .spawn(move || {
-                    rt.block_on(io_loop(rx, state, stop));
-                    let _ = done_tx.send(());
-                })?;
-        }
-        loops.push(IoLoop {
-            conns: tx,
-            done: done_rx,
-        });
-    }
-    Ok(loops)
-}
-
-async fn io_loop(
-    mut incoming: mpsc::UnboundedReceiver<std::net::TcpStream>,
-    state: Arc<AppState>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let io = Arc::new(IoCtx {
-        pool: Arc::new(Pool::new(state.client.clone())),
-        state,
-    });
-    let mut conns = JoinSet::new();
-    let mut prune = tokio::time::interval(POOL_PRUNE_EVERY);
-    prune.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = prune.tick() => {
-                let view = io.state.registry.view();
-                let prefill = io.state.pd.as_ref().map(|pd| pd.registry.view());
-                io.pool.prune(|id| {
-                    view.worker(id).is_some() || prefill.as_ref().is_some_and(|p| p.worker(id).is_some())
-                });
-            }
-            stream = incoming.recv() => {
-                let Some(stream) = stream else { break };
-                let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { continue };
-                conns.spawn(serve_connection(stream, io.clone(), stop.clone()));
-            }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            _ = stop.changed() => break,
-        }
-    }
-    let grace = io.state.config.shutdown_grace;
-    let drained =
-        tokio::time::timeout(grace, async { while conns.join_next().await.is_some() {} }).await;
-    if drained.is_err() {
-        tracing::warn!(
-            remaining = conns.len(),
-            "grace period over; dropping unfinished requests"
-        );
-    }
-    conns.shutdown().await;
-}
-
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    io: Arc<IoCtx>,
-    stop: watch::Receiver<bool>,
-) {
-    let Some(acceptor) = io.state.tls.clone() else {
-        return serve_http(stream, io, stop).await;
-    };
-    if let Some(tls) = crate::tls::handshake(&acceptor, stream).await {
-        serve_http(tls, io, stop).await;
-    }
-}
-
-/// Serves HTTP/1.1 on a client connection (plain TCP or TLS).
-async fn serve_http<S>(stream: S, io: Arc<IoCtx>, mut stop: watch::Receiver<bool>)
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let header_timeout = io.state.config.header_read_timeout;
-    let svc = service_fn(move |req| service::handle(io.clone(), req));
-    let mut builder = http1::Builder::new();
-    if let Some(t) = header_timeout {
-        builder.timer(TokioTimer::new()).header_read_timeout(t);
-    }
-    let conn = builder
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), svc);
-    tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        _ = stop.changed() => {
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
-        }
-    }
-}
-
-async fn serve_metrics(
-    listener: TcpListener,
-    state: Arc<AppState>,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        accept_backoff(&e).await;
-                        continue;
-                    }
-                };
-                let state = state.clone();
-                tokio::spawn(async move {
-                    let svc = service_fn(move |_req| {
-                        let state = state.clone();
-                        async move {
-                            let text = state.render_metrics();
-                            let mut resp = http::Response::new(crate::proxy::Body::full(text));
-                            resp.headers_mut().insert(
-                                http::header::CONTENT_TYPE,
-                                http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-                            );
-                            Ok::<_, std::convert::Infallible>(resp)
-                        }
-                    });
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
-                });
-            }
-            _ = stop.changed() => break,
-        }
-    }
 }

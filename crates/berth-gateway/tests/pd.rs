@@ -6,63 +6,17 @@ mod common;
 
 use std::time::Duration;
 
+use berth_gateway::GatewayConfig;
 use berth_gateway::routing::PolicyKind;
-use berth_gateway::{GatewayConfig, PdSettings, PrefillUrl};
-use berth_sim::{PdMode, SimHandle, SimWorker};
+use berth_sim::SimHandle;
+use common::pd::{Fleet, fleet};
 use common::*;
 use serde_json::{Value, json};
 
-struct Fleet {
-    prefill: Vec<SimHandle>,
-    decode: Vec<SimHandle>,
-}
-
-async fn fleet(prefill: usize, decode: usize) -> Fleet {
-    let mut f = Fleet {
-        prefill: Vec::new(),
-        decode: Vec::new(),
-    };
-    for i in 0..prefill {
-        f.prefill.push(
-            SimWorker::builder()
-                .worker_id(format!("p{i}"))
-                .mode(PdMode::Prefill)
-                .time_scale(0.0)
-                .spawn_on_loopback()
-                .await,
-        );
-    }
-    for i in 0..decode {
-        f.decode.push(
-            SimWorker::builder()
-                .worker_id(format!("d{i}"))
-                .mode(PdMode::Decode)
-                .bootstrap_timeout(Duration::from_secs(5))
-                .time_scale(0.0)
-                .spawn_on_loopback()
-                .await,
-        );
-    }
-    f
-}
-
-/// A PD gateway config: decode workers in the regular pool, prefill workers with their
-/// bootstrap ports, `policy` on both legs.
+/// A PD gateway config with `policy` on both legs and up to three retries.
 fn pd_config(f: &Fleet, policy: PolicyKind) -> GatewayConfig {
-    let mut c = config(&f.decode);
-    c.router.policy = policy;
+    let mut c = common::pd::pd_config(f, policy);
     c.retry_max_retries = 3;
-    c.pd = Some(PdSettings {
-        prefill: f
-            .prefill
-            .iter()
-            .map(|p| PrefillUrl {
-                url: p.url(),
-                bootstrap_port: p.bootstrap_port(),
-            })
-            .collect(),
-        prefill_policy: policy,
-    });
     c
 }
 

@@ -4,62 +4,17 @@
 
 mod common;
 
-use std::time::Duration;
-
+use berth_gateway::GatewayConfig;
 use berth_gateway::routing::PolicyKind;
-use berth_gateway::{GatewayConfig, PdSettings, PrefillUrl};
-use berth_sim::{PdMode, SimHandle, SimWorker};
+use berth_sim::SimHandle;
+use common::pd::{Fleet, fleet};
 use common::*;
 use serde_json::{Value, json};
 
-struct Fleet {
-    prefill: Vec<SimHandle>,
-    decode: Vec<SimHandle>,
-}
-
-async fn fleet(n: usize) -> Fleet {
-    let mut f = Fleet {
-        prefill: Vec::new(),
-        decode: Vec::new(),
-    };
-    for i in 0..n {
-        f.prefill.push(
-            SimWorker::builder()
-                .worker_id(format!("p{i}"))
-                .mode(PdMode::Prefill)
-                .time_scale(0.0)
-                .spawn_on_loopback()
-                .await,
-        );
-        f.decode.push(
-            SimWorker::builder()
-                .worker_id(format!("d{i}"))
-                .mode(PdMode::Decode)
-                .bootstrap_timeout(Duration::from_secs(5))
-                .time_scale(0.0)
-                .spawn_on_loopback()
-                .await,
-        );
-    }
-    f
-}
-
 /// `manual` on both legs; keyless requests placed, not refused.
 fn pd_config(f: &Fleet) -> GatewayConfig {
-    let mut c = config(&f.decode);
-    c.router.policy = PolicyKind::Manual;
+    let mut c = common::pd::pd_config(f, PolicyKind::Manual);
     c.router.allow_requests_without_routing_key = true;
-    c.pd = Some(PdSettings {
-        prefill: f
-            .prefill
-            .iter()
-            .map(|p| PrefillUrl {
-                url: p.url(),
-                bootstrap_port: p.bootstrap_port(),
-            })
-            .collect(),
-        prefill_policy: PolicyKind::Manual,
-    });
     c
 }
 
@@ -96,7 +51,7 @@ async fn respond(g: &Running, previous: Option<&str>) -> Resp {
 
 #[tokio::test]
 async fn responses_chains_keep_their_prefill_and_decode_pair() {
-    let f = fleet(3).await;
+    let f = fleet(3, 3).await;
     let g = start(pd_config(&f)).await;
     for _ in 0..4 {
         // A keyless first turn: placed on both legs, its id pinned to the pair.
@@ -127,7 +82,7 @@ async fn responses_chains_keep_their_prefill_and_decode_pair() {
 
 #[tokio::test]
 async fn bind_and_close_apply_to_both_legs() {
-    let f = fleet(2).await;
+    let f = fleet(2, 2).await;
     let g = start(pd_config(&f)).await;
     let nv = |action: &str| {
         let mut b = chat_body(None);

@@ -2,6 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 pub mod logs;
+pub mod pd;
 pub mod redis;
 pub mod tls;
 

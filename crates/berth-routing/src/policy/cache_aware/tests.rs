@@ -158,18 +158,8 @@ fn smallest_tree_ties_break_at_random() {
 fn four_long_shared_prompts_use_all_four_workers() {
     for seed in 0..20 {
         let ca = CacheAware::new(CacheAwareConfig::default());
-        let stats: Vec<Arc<WorkerStats>> = (0..4).map(|_| Arc::default()).collect();
-        let snap = WorkerSnapshot::new(
-            (0..4)
-                .map(|i| WorkerEntry {
-                    id: WorkerId(i),
-                    url: format!("http://w{i}").into(),
-                    models: vec![],
-                    available: true,
-                    stats: stats[i as usize].clone(),
-                })
-                .collect(),
-        );
+        let snap = fleet(&[0; 4]);
+        let stats: Vec<Arc<WorkerStats>> = snap.entries().iter().map(|e| e.stats.clone()).collect();
         let mut rng = Rng::seeded(seed);
         let mut served = [0u32; 4];
         let prompts: Vec<Vec<u8>> = (0..4)
@@ -269,18 +259,8 @@ fn a_spilled_match_goes_to_the_least_loaded_worker() {
 fn the_universal_prefix_does_not_herd() {
     for seed in 0..10 {
         let ca = CacheAware::new(CacheAwareConfig::default());
-        let stats: Vec<Arc<WorkerStats>> = (0..4).map(|_| Arc::default()).collect();
-        let snap = WorkerSnapshot::new(
-            (0..4)
-                .map(|i| WorkerEntry {
-                    id: WorkerId(i),
-                    url: format!("http://w{i}").into(),
-                    models: vec![],
-                    available: true,
-                    stats: stats[i as usize].clone(),
-                })
-                .collect(),
-        );
+        let snap = fleet(&[0; 4]);
+        let stats: Vec<Arc<WorkerStats>> = snap.entries().iter().map(|e| e.stats.clone()).collect();
         let mut rng = Rng::seeded(seed);
         let shared = text("You are a coding agent. Tools: read, edit, run. ", 6000);
         let mut histories: Vec<Vec<u8>> = Vec::new();

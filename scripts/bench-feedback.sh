@@ -15,6 +15,8 @@
 #        FIRST_SEED (1: run n uses bench seed FIRST_SEED + n - 1)
 #        SETTINGS ("demo pressure"): demo = KV 6144, 30 roots at 4/s (the demo's agentic set);
 #        pressure = KV 3072, 60 roots at 6/s. BASE_PORT (25000)
+#        LOG_LEVEL (warn; e.g. "warn,berth::feedback=debug" logs every compared answer to
+#        $OUT/SETTING-MODE-RUN/gateway.log)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BERTH=$ROOT/target/release/berth
@@ -57,7 +59,7 @@ for setting in $SETTINGS; do
             for u in "${URLS[@]}"; do wait_http "$u/health"; done
             "$BERTH" serve --host 127.0.0.1 --port "$BASE" --worker-urls "${URLS[@]}" \
                 --policy "$POLICY" --cache-feedback "$mode" --prometheus-host 127.0.0.1 \
-                --prometheus-port $((BASE + 9)) --log-level warn >"$OUT/gateway.log" 2>&1 &
+                --prometheus-port $((BASE + 9)) --log-level "${LOG_LEVEL:-warn}" >"$OUT/gateway.log" 2>&1 &
             PIDS+=($!)
             wait_http "http://127.0.0.1:$BASE/readiness"
             art="$OUT/$setting-$mode-$run"
@@ -74,6 +76,7 @@ for setting in $SETTINGS; do
                 --endpoint-type chat --streaming --quiet --artifact-dir "$art" >/dev/null
             curl -s "http://127.0.0.1:$((BASE + 9))/metrics" >"$art/gateway-metrics.txt"
             kill_pids
+            cp "$OUT/gateway.log" "$art/gateway.log"
             csv=$(ls "$art"/*.csv | head -1)
             get() { awk -F, -v m="$1" '$2 == m { print $3 }' "$csv" | head -1; }
             m="$art/gateway-metrics.txt"

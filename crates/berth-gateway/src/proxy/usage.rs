@@ -67,6 +67,19 @@ impl UsageWatch {
             .state
             .router
             .observe_reported(self.ticket, report, &view.snapshot);
+        if let Some(o) = &obs {
+            tracing::debug!(
+                target: "berth::feedback",
+                worker = %self.worker,
+                session = o.from_session,
+                predicted = o.predicted_tokens,
+                reported = o.reported_tokens,
+                prompt = usage.prompt_tokens,
+                verdict = o.verdict.as_str(),
+                dropped = o.corrected_chunks,
+                "cached tokens compared"
+            );
+        }
         metrics.answer(&self.worker, Some(obs.as_ref()));
     }
 }

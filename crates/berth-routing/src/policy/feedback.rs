@@ -17,6 +17,12 @@
 //! - a *surplus* (another replica or client warmed the worker) needs no correction: the
 //!   request's own insert already records the whole prompt there.
 //!
+//! The turns that stream unread on `ttft_aware`'s pinned path (no prediction from the index)
+//! are compared with the session's previous answer (`feedback/sessions.rs`); under `on` their
+//! answers also touch the session's last read prompt in the index (its *anchor*), so the index's
+//! recency follows the sessions the engine keeps using, and under `agentic` set the session's
+//! size in the ledger from the reported prompt tokens.
+//!
 //! Tokens become index bytes through the request's own ratio (prompt bytes / reported prompt
 //! tokens) when the answer reports its prompt tokens, else the configured estimate (4 bytes
 //! per token with `x-smg-routing-tokens`, which index token bytes).
@@ -37,7 +43,7 @@ use crate::{WorkerId, WorkerSnapshot, WorkerStats};
 
 mod sessions;
 
-use sessions::Sessions;
+use sessions::{Anchor, Previous, Sessions};
 pub use sessions::{SHARDS as SESSION_SHARDS, SLOTS as SESSION_SLOTS};
 
 /// Tokens of slack before a difference counts (engines cache in blocks of 16 to 64 tokens
@@ -118,6 +124,8 @@ pub struct Ticket {
     pub(crate) worker: WorkerId,
     pub(crate) expectation: Option<Expectation>,
     pub(crate) session: Option<u128>,
+    /// `agentic`: the session's key in its ledger.
+    pub(crate) ledger: Option<u128>,
 }
 
 impl Ticket {
@@ -184,23 +192,48 @@ impl Feedback {
         if !self.reads() {
             return None;
         }
-        let obs = match &ticket.expectation {
+        let prev = self
+            .sessions
+            .as_ref()
+            .zip(ticket.session)
+            .and_then(|(s, key)| s.get(key))
+            .filter(|p| p.worker == ticket.worker && p.prompt_tokens > 0);
+        let (obs, anchor) = match &ticket.expectation {
             Some(exp) => self.observe_index(policy, exp, &report, snap),
-            None => self.observe_session(&ticket, &report),
+            None => (self.observe_session(&ticket, prev, &report, policy), None),
         };
         if let (Some(key), Some(sessions), Some(p)) =
             (ticket.session, &self.sessions, report.prompt_tokens)
         {
             let short = obs.is_some_and(|o| o.from_session && o.verdict == Verdict::Shortfall);
-            sessions.record(key, ticket.worker, p, short);
+            sessions.record(key, ticket.worker, p, short, anchor);
+        }
+        if let (FeedbackMode::On, Some(key), Some(t), Some(p)) = (
+            self.mode,
+            ticket.ledger,
+            policy.ttft(),
+            report.prompt_tokens,
+        ) {
+            t.ledger_reported(key, ticket.worker, p);
         }
         obs
     }
 
-    fn observe_session(&self, ticket: &Ticket, report: &Report) -> Option<Observation> {
-        let prev = self.sessions.as_ref()?.get(ticket.session?)?;
-        if prev.worker != ticket.worker || prev.prompt_tokens == 0 {
-            return None;
+    fn observe_session(
+        &self,
+        ticket: &Ticket,
+        prev: Option<Previous>,
+        report: &Report,
+        policy: &Policy,
+    ) -> Option<Observation> {
+        let prev = prev?;
+        if self.mode == FeedbackMode::On
+            && let (Some(a), Some(index)) = (prev.anchor, policy.index())
+        {
+            // the worker has just used the session's prefix: so does the index
+            index
+                .lock()
+                .touch_held(a.model, ticket.worker, a.depth as usize, a.hash);
         }
         let predicted = f64::from(prev.prompt_tokens);
         Some(Observation {
@@ -219,8 +252,10 @@ impl Feedback {
         exp: &Expectation,
         report: &Report,
         snap: &WorkerSnapshot,
-    ) -> Option<Observation> {
-        let index = policy.index()?;
+    ) -> (Option<Observation>, Option<Anchor>) {
+        let Some(index) = policy.index() else {
+            return (None, None);
+        };
         let per = bytes_per_token(exp.hashes.text_len(), report, exp.bytes_per_token);
         let predicted = exp.prior.bytes() as f64 / per;
         let v = verdict(predicted, report.cached_tokens as f64);
@@ -234,11 +269,11 @@ impl Feedback {
         };
         let stats = snap.stats(exp.worker);
         if self.mode != FeedbackMode::On || stats.is_none() {
-            return Some(obs);
+            return (Some(obs), None);
         }
         let mut sample = None;
+        let mut tree = index.lock();
         if v == Verdict::Shortfall {
-            let mut tree = index.lock();
             let keep = kept_chunks(report.cached_tokens, per);
             let c = tree.correct(&exp.hashes, exp.worker, &exp.prior, keep);
             obs.corrected_chunks = c.dropped;
@@ -254,6 +289,14 @@ impl Feedback {
             let cap = policy.insert_cap(stats.map(Arc::as_ref), exp.bytes_per_token);
             tree.insert(exp.prior.model, &exp.hashes, exp.worker, cap);
         }
+        let anchor =
+            tree.held_end(exp.prior.model, &exp.hashes, exp.worker)
+                .map(|(depth, hash)| Anchor {
+                    model: exp.prior.model,
+                    depth: u32::try_from(depth).unwrap_or(u32::MAX),
+                    hash,
+                });
+        drop(tree);
         if let Some(s) = stats
             && (v == Verdict::Shortfall || exp.prior.chunks > 0)
         {
@@ -268,7 +311,7 @@ impl Feedback {
                 s.set_learned_kv_tokens(next);
             }
         }
-        Some(obs)
+        (Some(obs), anchor)
     }
 }
 

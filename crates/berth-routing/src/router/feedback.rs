@@ -37,6 +37,7 @@ impl Router {
         tokens_hint: bool,
         worker: WorkerId,
         lease: &Lease,
+        ledger: Option<u128>,
     ) -> Option<Ticket> {
         if !self.feedback.reads() {
             return None;
@@ -60,6 +61,7 @@ impl Router {
             worker,
             expectation,
             session,
+            ledger,
         })
     }
 }

@@ -3,6 +3,11 @@
 //! should hold at least that much of it; a shortfall is counted like the index's, and the
 //! session's next turn is read again so the index can be corrected from it.
 //!
+//! Under `--cache-feedback on` a slot also keeps the session's *anchor*: the last chunk of its
+//! last read prompt that the index holds for its worker (model, depth, hash). The answers of
+//! its unread turns touch that path in the index (the worker has just used it), so the index's
+//! recency follows the sessions that stream unread instead of evicting them first.
+//!
 //! A fixed table (no growth with clients): [`SHARDS`] x [`SLOTS`] slots, each key in one slot
 //! chosen by its hash; a newer session in the same slot replaces the older one (its next turn
 //! then simply has no prediction).
@@ -23,6 +28,16 @@ struct Slot {
     worker: u32,
     prompt_tokens: u32,
     shortfall: bool,
+    anchor: Option<Anchor>,
+}
+
+/// Where a session's last read prompt ends in the index: its model's id, the number of its
+/// chunks the worker's tenant held, and the hash of the last of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Anchor {
+    pub(crate) model: u32,
+    pub(crate) depth: u32,
+    pub(crate) hash: u64,
 }
 
 /// A session's previous answer.
@@ -32,6 +47,8 @@ pub(crate) struct Previous {
     pub(crate) prompt_tokens: u32,
     /// The previous answer reported a shortfall.
     pub(crate) shortfall: bool,
+    /// Where its last read prompt ends in the index (`None`: not known).
+    pub(crate) anchor: Option<Anchor>,
 }
 
 /// The table.
@@ -70,20 +87,34 @@ impl Sessions {
             worker: WorkerId(s.worker),
             prompt_tokens: s.prompt_tokens,
             shortfall: s.shortfall,
+            anchor: s.anchor,
         })
     }
 
-    /// Remembers `key`'s latest answer.
-    pub(crate) fn record(&self, key: u128, worker: WorkerId, prompt_tokens: u64, shortfall: bool) {
+    /// Remembers `key`'s latest answer. `anchor`: where the answered prompt ends in the index
+    /// when it was read; `None` keeps the session's anchor while it stays on `worker`.
+    pub(crate) fn record(
+        &self,
+        key: u128,
+        worker: WorkerId,
+        prompt_tokens: u64,
+        shortfall: bool,
+        anchor: Option<Anchor>,
+    ) {
         let (sh, i) = Self::at(key);
         let mut shard = self.shards[sh]
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let old = shard[i];
+        let kept = (old.key == key && old.worker == worker.0)
+            .then_some(old.anchor)
+            .flatten();
         shard[i] = Slot {
             key,
             worker: worker.0,
             prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
             shortfall,
+            anchor: anchor.or(kept),
         };
     }
 }

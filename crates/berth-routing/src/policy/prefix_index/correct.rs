@@ -81,6 +81,43 @@ impl Index {
         }
     }
 
+    /// The deepest chunk of `text` tenant (`model`, `worker`) holds: its depth (chunks held)
+    /// and hash; `None` when it holds none.
+    pub(crate) fn held_end(
+        &self,
+        model: u32,
+        text: &PrefixHashes,
+        worker: WorkerId,
+    ) -> Option<(usize, u64)> {
+        let t = self.tenant(model, worker)?;
+        let hashes = text.chunks();
+        match self.depth(t, hashes) {
+            0 => None,
+            d => Some((d, hashes[d - 1])),
+        }
+    }
+
+    /// The worker has just used the prefix ending in chunk `depth - 1` (hash `hash`) of a text
+    /// the index held for it (an answer of a turn whose body was not read): touches that path.
+    /// False when the index no longer holds it.
+    pub(crate) fn touch_held(
+        &mut self,
+        model: u32,
+        worker: WorkerId,
+        depth: usize,
+        hash: u64,
+    ) -> bool {
+        let Some(t) = self.tenant(model, worker) else {
+            return false;
+        };
+        let Some(s) = depth.checked_sub(1).and_then(|d| self.holder(t, d, hash)) else {
+            return false;
+        };
+        self.touch(s);
+        self.compact_queue(t);
+        true
+    }
+
     /// The worker held only the first `keep` chunks of `text` where `prior` said more: drops
     /// what it must have lost (see the module docs).
     pub(crate) fn correct(

@@ -332,7 +332,7 @@ impl Index {
     }
 
     /// Marks `s` and its ancestors used now, leaf first (so parents are more recent).
-    fn touch(&mut self, mut s: u32) {
+    pub(super) fn touch(&mut self, mut s: u32) {
         while s != NONE {
             self.tick += 1;
             let seg = &mut self.segs[s as usize];

@@ -309,6 +309,7 @@ fn a_pinned_session_is_compared_with_its_previous_answer() {
         worker: W0,
         expectation: None,
         session: key,
+        ledger: None,
     };
     let o = r
         .observe_reported(unread.clone(), report(4096, &p), &snap)
@@ -324,3 +325,5 @@ fn a_pinned_session_is_compared_with_its_previous_answer() {
     // its next turn is read again
     assert!(r.feedback.session_short(key.unwrap()));
 }
+
+mod unread;

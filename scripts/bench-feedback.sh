@@ -11,7 +11,7 @@
 # corrections. Bounded by ROOTS per run.
 #
 # Usage: scripts/bench-feedback.sh
-#   env: POLICY (ttft_aware) ROUTING (smg_routing_key) MODES ("measure on") RUNS (3)
+#   env: POLICY (ttft_aware) ROUTING (smg_routing_key) MODES ("measure on"; "off" too) RUNS (3)
 #        FIRST_SEED (1: run n uses bench seed FIRST_SEED + n - 1)
 #        SETTINGS ("demo pressure"): demo = KV 6144, 30 roots at 4/s (the demo's agentic set);
 #        pressure = KV 3072, 60 roots at 6/s. BASE_PORT (25000)
@@ -81,13 +81,11 @@ for setting in $SETTINGS; do
             get() { awk -F, -v m="$1" '$2 == m { print $3 }' "$csv" | head -1; }
             m="$art/gateway-metrics.txt"
             # the index's error only (source="index")
-            esum=$(grep '^berth_cached_tokens_prediction_error_sum{' "$m" | grep 'source="index"' \
-                | awk '{ s += $NF } END { printf "%.0f", s }')
-            ecount=$(grep '^berth_cached_tokens_prediction_error_count{' "$m" \
-                | grep 'source="index"' | awk '{ s += $NF } END { printf "%.0f", s }')
+            # the index's error only (source="index"); `off` has no such samples
+            esum=$(awk '/^berth_cached_tokens_prediction_error_sum\{/ && /source="index"/ { s += $NF } END { printf "%.0f", s }' "$m")
+            ecount=$(awk '/^berth_cached_tokens_prediction_error_count\{/ && /source="index"/ { s += $NF } END { printf "%.0f", s }' "$m")
             mae=$(awk -v s="$esum" -v c="$ecount" 'BEGIN { if (c > 0) printf "%.0f", s / c; else print "-" }')
-            short=$(grep '^berth_cached_tokens_reports_total{' "$m" | grep 'verdict="shortfall"' \
-                | awk '{ s += $NF } END { printf "%.0f", s }')
+            short=$(awk '/^berth_cached_tokens_reports_total\{/ && /verdict="shortfall"/ { s += $NF } END { printf "%.0f", s }' "$m")
             corr=$(metric_sum "$m" 'berth_prefix_index_corrections_total{')
             printf '%-9s %-8s %3s %6s %7.3f %9.1f %9.1f %9s %8s %10s %11s\n' "$setting" "$mode" \
                 "$run" "$(get ok)" "$(get cached_ratio)" "$(get ttft_ms_p50)" \

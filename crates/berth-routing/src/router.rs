@@ -257,19 +257,12 @@ impl Router {
             now,
             rng,
         )?;
-        let ledger = match (self.policy.ttft(), &decision.key) {
-            (Some(t), Some(k)) if t.has_ledger() && self.feedback.reads() => {
-                Some(crate::policy::ttft::ledger::session_key(&k.key, req.model))
-            }
-            _ => None,
-        };
         let ticket = self.ticket(
             prior,
             prefix,
             req.tokens.is_some(),
             decision.worker,
             &decision.lease,
-            ledger,
         );
         decision.lease.set_ticket(ticket);
         Ok(decision)

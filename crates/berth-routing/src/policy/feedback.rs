@@ -20,8 +20,7 @@
 //! The turns that stream unread on `ttft_aware`'s pinned path (no prediction from the index)
 //! are compared with the session's previous answer (`feedback/sessions.rs`); under `on` their
 //! answers also touch the session's last read prompt in the index (its *anchor*), so the index's
-//! recency follows the sessions the engine keeps using, and under `agentic` set the session's
-//! size in the ledger from the reported prompt tokens.
+//! recency follows the sessions the engine keeps using.
 //!
 //! Tokens become index bytes through the request's own ratio (prompt bytes / reported prompt
 //! tokens) when the answer reports its prompt tokens, else the configured estimate (4 bytes
@@ -124,8 +123,6 @@ pub struct Ticket {
     pub(crate) worker: WorkerId,
     pub(crate) expectation: Option<Expectation>,
     pub(crate) session: Option<u128>,
-    /// `agentic`: the session's key in its ledger.
-    pub(crate) ledger: Option<u128>,
 }
 
 impl Ticket {
@@ -207,14 +204,6 @@ impl Feedback {
         {
             let short = obs.is_some_and(|o| o.from_session && o.verdict == Verdict::Shortfall);
             sessions.record(key, ticket.worker, p, short, anchor);
-        }
-        if let (FeedbackMode::On, Some(key), Some(t), Some(p)) = (
-            self.mode,
-            ticket.ledger,
-            policy.ttft(),
-            report.prompt_tokens,
-        ) {
-            t.ledger_reported(key, ticket.worker, p);
         }
         obs
     }

@@ -163,21 +163,6 @@ impl TtftAware {
             .map(|l| l.lock().unwrap_or_else(PoisonError::into_inner).stats())
     }
 
-    /// Whether this is `agentic` (it keeps a session ledger).
-    pub(crate) fn has_ledger(&self) -> bool {
-        self.ledger.is_some()
-    }
-
-    /// An answer of session `key` (its ledger key) on `w` reported `prompt` tokens: the ledger
-    /// counts them (`--cache-feedback on`).
-    pub(crate) fn ledger_reported(&self, key: u128, w: WorkerId, prompt: u64) {
-        if let Some(l) = &self.ledger {
-            l.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .reported(key, w, prompt);
-        }
-    }
-
     /// Per candidate, the tokens its live sessions hold (zeros without a ledger).
     fn working_sets(&self, cands: &[WorkerId]) -> Vec<f64> {
         match &self.ledger {

@@ -37,7 +37,6 @@ impl Router {
         tokens_hint: bool,
         worker: WorkerId,
         lease: &Lease,
-        ledger: Option<u128>,
     ) -> Option<Ticket> {
         if !self.feedback.reads() {
             return None;
@@ -61,7 +60,6 @@ impl Router {
             worker,
             expectation,
             session,
-            ledger,
         })
     }
 }

@@ -197,19 +197,6 @@ impl Ledger {
         }
     }
 
-    /// The engine reported session `key`'s latest prompt on `w` in `prompt` tokens (issue #17,
-    /// `--cache-feedback on`; the turns that stream unread carry no prompt size): the session
-    /// counts that, less its base. Nothing when the session is not known on `w`.
-    pub(crate) fn reported(&mut self, key: u128, w: WorkerId, prompt: u64) {
-        let Some(s) = self.sessions.get_mut(&key).filter(|s| s.worker == w) else {
-            return;
-        };
-        let tokens = prompt.saturating_sub(s.base);
-        let old = std::mem::replace(&mut s.tokens, tokens);
-        self.sub(w, old);
-        self.add(w, tokens);
-    }
-
     /// Forgets the least recently used session among the oldest queued ones.
     fn drop_oldest(&mut self) {
         while let Some((key, at)) = self.expiry.pop_front() {

@@ -1,8 +1,7 @@
 //! The turns that stream unread (`ttft_aware`'s pinned hot path): their answers credit the
-//! session's prefix in the index and its size in `agentic`'s ledger, without their bodies.
+//! session's prefix in the index without their bodies.
 
 use super::*;
-use crate::policy::ttft::ledger::Ledger;
 
 /// Worker 0 holds two 2,048-character prompts but not three; session `k1`'s first turn is
 /// read, a keyless prompt follows, then `k1`'s unread turn is answered, then a third prompt
@@ -28,7 +27,6 @@ fn after_an_unread_turn(mode: FeedbackMode) -> usize {
         worker: W0,
         expectation: None,
         session: key,
-        ledger: None,
     };
     let o = r
         .observe_reported(unread, report(2048, &p1), &snap)
@@ -51,45 +49,4 @@ fn an_unread_turns_answer_keeps_its_sessions_prefix_recent() {
     assert_eq!(after_an_unread_turn(FeedbackMode::On), 2048);
     // `measure` leaves the index alone: it evicts k1's prefix, which the worker just used
     assert_eq!(after_an_unread_turn(FeedbackMode::Measure), 0);
-}
-
-#[test]
-fn a_reported_prompt_sets_a_sessions_working_set_on_its_worker_only() {
-    let mut l = Ledger::default();
-    // a first turn of 1,000 tokens whose first 200 its worker held from other sessions
-    l.record(7, W0, Some(1_000), 200, 0);
-    assert_eq!(l.working_set(W0), 800);
-    // its next turn streamed unread (size unknown), then its answer reported 3,000 tokens
-    l.record(7, W0, None, 0, 100);
-    assert_eq!(l.working_set(W0), 800);
-    l.reported(7, W0, 3_000);
-    assert_eq!(l.working_set(W0), 2_800);
-    // a report from another worker (a stale answer after a move) or of an unknown session
-    // changes nothing
-    l.reported(7, WorkerId(1), 9_000);
-    l.reported(8, W0, 9_000);
-    assert_eq!((l.working_set(W0), l.working_set(WorkerId(1))), (2_800, 0));
-}
-
-#[test]
-fn only_agentic_tickets_carry_a_ledger_key() {
-    let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
-    let snap = fleet(&stats);
-    let p = text("a session ", 1024);
-    let t = send(
-        &router(PolicyKind::Agentic, FeedbackMode::On),
-        &snap,
-        &p,
-        Some("k"),
-    )
-    .unwrap();
-    assert!(t.ledger.is_some() && t.session.is_some());
-    let t = send(
-        &router(PolicyKind::TtftAware, FeedbackMode::On),
-        &snap,
-        &p,
-        Some("k"),
-    )
-    .unwrap();
-    assert!(t.ledger.is_none() && t.session.is_some());
 }

@@ -42,7 +42,7 @@ use crate::{WorkerId, WorkerSnapshot, WorkerStats};
 
 mod sessions;
 
-use sessions::{Anchor, Previous, Sessions};
+use sessions::{Anchor, Sessions};
 pub use sessions::{SHARDS as SESSION_SHARDS, SLOTS as SESSION_SLOTS};
 
 /// Tokens of slack before a difference counts (engines cache in blocks of 16 to 64 tokens
@@ -189,15 +189,9 @@ impl Feedback {
         if !self.reads() {
             return None;
         }
-        let prev = self
-            .sessions
-            .as_ref()
-            .zip(ticket.session)
-            .and_then(|(s, key)| s.get(key))
-            .filter(|p| p.worker == ticket.worker && p.prompt_tokens > 0);
         let (obs, anchor) = match &ticket.expectation {
             Some(exp) => self.observe_index(policy, exp, &report, snap),
-            None => (self.observe_session(&ticket, prev, &report, policy), None),
+            None => (self.observe_session(&ticket, &report, policy), None),
         };
         if let (Some(key), Some(sessions), Some(p)) =
             (ticket.session, &self.sessions, report.prompt_tokens)
@@ -211,11 +205,13 @@ impl Feedback {
     fn observe_session(
         &self,
         ticket: &Ticket,
-        prev: Option<Previous>,
         report: &Report,
         policy: &Policy,
     ) -> Option<Observation> {
-        let prev = prev?;
+        let prev = self.sessions.as_ref()?.get(ticket.session?)?;
+        if prev.worker != ticket.worker || prev.prompt_tokens == 0 {
+            return None;
+        }
         if self.mode == FeedbackMode::On
             && let (Some(a), Some(index)) = (prev.anchor, policy.index())
         {

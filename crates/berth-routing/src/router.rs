@@ -10,11 +10,12 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::assign::AssignmentMode;
 use crate::decision::{
-    BodyPath, Branch, Decision, Lease, Leg, RouteRequest, RouterStats, SweepStep, secs,
+    BodyPath, Branch, Decision, Lease, Leg, Placement, RouteRequest, RouterStats, SweepStep, secs,
 };
 use crate::error::Error;
 use crate::key::HeaderSource;
@@ -26,9 +27,17 @@ use crate::policy::{
 };
 use crate::rng::Rng;
 use crate::sticky::{Pinned, scoped_key};
-use crate::worker::{WorkerId, WorkerSnapshot};
+use crate::worker::{Screen, WorkerId, WorkerSnapshot};
 
 mod feedback;
+
+/// Counters of worker overload protection.
+#[derive(Debug, Default)]
+pub(crate) struct OverloadCounts {
+    vetoes: AtomicU64,
+    all_over: AtomicU64,
+    shed: AtomicU64,
+}
 
 /// The routing decision maker. Shared by every request (`&self`), cheap to call.
 #[derive(Debug)]
@@ -37,6 +46,7 @@ pub struct Router {
     pub(crate) policy: Policy,
     pub(crate) pins: Arc<PinTable>,
     pub(crate) feedback: Feedback,
+    pub(crate) overload: OverloadCounts,
 }
 
 impl Router {
@@ -49,6 +59,7 @@ impl Router {
             policy,
             pins: Arc::new(PinTable::new(cfg.max_sticky_keys)),
             cfg,
+            overload: OverloadCounts::default(),
         })
     }
 
@@ -232,6 +243,28 @@ impl Router {
         if cands.is_empty() {
             return Err(Error::NoAvailableWorkers);
         }
+        // worker overload protection: placement leaves out workers over the thresholds
+        let screen = self.cfg.overload.screen(&cands, req.loads);
+        let place_on = match &screen {
+            Screen::Shed => {
+                self.overload.shed.fetch_add(1, Ordering::Relaxed);
+                return Err(Error::WorkerOverloadShed);
+            }
+            Screen::Under(under) => Placement {
+                cands: under,
+                least_loaded: false,
+            },
+            // SMG sends a request to the least-loaded worker when all are over; policies that
+            // predict each worker's queue weigh the load themselves
+            Screen::AllOver => Placement {
+                cands: &cands,
+                least_loaded: !self.cfg.policy.predicts_ttft(),
+            },
+            Screen::All => Placement {
+                cands: &cands,
+                least_loaded: false,
+            },
+        };
         let text_bytes = req
             .tokens
             .map(tokens_as_bytes)
@@ -254,9 +287,20 @@ impl Router {
             key,
             snap,
             &cands,
+            place_on,
             now,
             rng,
         )?;
+        if decision.branch != Some(Branch::OccupiedHit) {
+            let counter = match screen {
+                Screen::Under(_) => Some(&self.overload.vetoes),
+                Screen::AllOver => Some(&self.overload.all_over),
+                Screen::All | Screen::Shed => None,
+            };
+            if let Some(c) = counter {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         let ticket = self.ticket(
             prior,
             prefix,
@@ -278,6 +322,7 @@ impl Router {
         key: Option<crate::key::RoutingKey>,
         snap: &WorkerSnapshot,
         cands: &[WorkerId],
+        place_on: Placement<'_>,
         now: Duration,
         rng: &mut Rng,
     ) -> Result<Decision, Error> {
@@ -293,7 +338,7 @@ impl Router {
                 prior,
             };
             if let Some(t) = self.policy.ttft() {
-                let eval = t.evaluate(&pick, snap, cands);
+                let eval = t.evaluate(&pick, snap, place_on.cands);
                 let worker = t.place(&eval, rng).ok_or(Error::NoAvailableWorkers)?;
                 let id = t.commit(&pick, &eval, snap, worker);
                 return Ok(Decision {
@@ -303,10 +348,13 @@ impl Router {
                     lease: Lease::new(worker, snap, None).with_prefill(id, t.fleet()),
                 });
             }
-            let worker = self
-                .policy
-                .pick(&pick, snap, cands, rng)
-                .ok_or(Error::NoAvailableWorkers)?;
+            let worker = if place_on.least_loaded {
+                crate::policy::simple::least_loaded(snap, place_on.cands, rng)
+            } else {
+                self.policy
+                    .pick(&pick, snap, place_on.cands, rng)
+                    .ok_or(Error::NoAvailableWorkers)?
+            };
             let branch = self.keeps_pins().then_some(Branch::NoRoutingId);
             return Ok(Decision {
                 worker,
@@ -321,7 +369,9 @@ impl Router {
                 policy: &self.policy,
                 pins: &self.pins,
             }
-            .route(req, text, prefix, prior, key, snap, cands, now, rng),
+            .route(
+                req, text, prefix, prior, key, snap, cands, place_on, now, rng,
+            ),
             None => Err(Error::NoAvailableWorkers),
         }
     }
@@ -375,6 +425,9 @@ impl Router {
             prefix_index: self.policy.index_stats(),
             ttft_workers: Vec::new(),
             agentic_ledger: self.policy.ledger_stats(),
+            overload_vetoes: self.overload.vetoes.load(Ordering::Relaxed),
+            overload_all_over: self.overload.all_over.load(Ordering::Relaxed),
+            overload_shed: self.overload.shed.load(Ordering::Relaxed),
         }
     }
 }

@@ -118,6 +118,19 @@ impl Evaluation {
     pub(crate) fn of(&self, w: WorkerId) -> Option<&Estimate> {
         self.estimates.iter().find(|e| e.worker == w)
     }
+
+    /// The same evaluation over the candidates `keep` accepts (overload protection).
+    pub(crate) fn restricted(&self, keep: impl Fn(WorkerId) -> bool) -> Self {
+        Self {
+            estimates: self
+                .estimates
+                .iter()
+                .filter(|e| keep(e.worker))
+                .copied()
+                .collect(),
+            ..*self
+        }
+    }
 }
 
 /// The policy: the prefix index per model and the settings.

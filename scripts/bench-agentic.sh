@@ -17,7 +17,8 @@
 #        ROWS (below): space-separated router:policy:routing[:flag,flag] rows; router berth,
 #              smg or nginx (nginx-style hashing: berth consistent_hashing on the session
 #              header stands in for nginx's `hash $http_x_smg_routing_key consistent`);
-#              routing header (the bench's x-smg-routing-key per session) or none
+#              routing header (the bench's x-smg-routing-key per session) or none; the
+#              nginx rows run with --disable-worker-overload-protection (nginx has none)
 #   e.g. RUNS=1 LOADS=saturated:2.5 scripts/bench-agentic.sh /tmp/t/dataset.jsonl
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,6 +61,8 @@ start_router() { # router policy [extra router flags]
     shift 2
     case $r in
     berth | nginx)
+        # nginx has no overload protection: its stand-in routes on the hash alone
+        [ "$r" = nginx ] && set -- "$@" --disable-worker-overload-protection
         "$BIN" serve --host 127.0.0.1 --port "$gw" --worker-urls "${URLS[@]}" --policy "$p" \
             --prometheus-host 127.0.0.1 --prometheus-port $((BASE + 11)) --log-level warn "$@" \
             >"$OUT/gateway.log" 2>&1 &

@@ -295,7 +295,13 @@ fn load_monitoring_and_overload_protection_take_smg_flags() {
         "http://a:1",
         "--disable-worker-overload-protection",
     ]);
-    assert!(!GatewayConfig::from_args(&off).unwrap().router.overload.enabled);
+    assert!(
+        !GatewayConfig::from_args(&off)
+            .unwrap()
+            .router
+            .overload
+            .enabled
+    );
     for (flag, value) in [
         ("--worker-overload-waiting-requests", "0"),
         ("--worker-overload-token-usage", "0"),

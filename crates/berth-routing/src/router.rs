@@ -209,8 +209,11 @@ impl Router {
         };
         // a session whose last unread turn found less cached than its previous one left is
         // read again, so the index learns what its worker lost (`--cache-feedback on`)
-        pinned.is_some_and(|p| t.pinned_is_fine(snap, cands, WorkerId(p), now))
-            && !self.feedback.session_short(scoped)
+        // (`agentic`: a turn on a worker over its share of the fleet's turns is read too, so the
+        // turn-boundary rebalance can see it)
+        pinned.is_some_and(|p| {
+            t.pinned_is_fine(snap, cands, WorkerId(p), now) && !t.rebalance_due(cands, WorkerId(p))
+        }) && !self.feedback.session_short(scoped)
     }
 
     /// Decides where one request goes. `now` is monotonic time since an epoch the caller keeps

@@ -14,6 +14,11 @@
 //! ended stop counting about as fast as the traffic turns over, whether turns come every 200 ms
 //! or every minute.
 //!
+//! Each session also carries its *turn rate* (turns per second: the inverse of its own typical
+//! gap between turns, the fleet's typical gap until it has one), and each worker the sum over
+//! its live sessions: the share of the fleet's turns the worker can expect, what `agentic`'s
+//! turn-boundary rebalance reads (`agentic.rs`).
+//!
 //! Bounded: at most [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
 //! expiry queue at most [`QUEUE_PER_SESSION`] entries per session (a session is queued again
 //! only after a quarter of the live window). Pure: times are milliseconds the caller passes.
@@ -34,6 +39,8 @@ const GAP_RATE: f64 = 0.05;
 pub const MAX_SESSIONS: usize = 1 << 16;
 /// Expiry queue entries per remembered session at most.
 const QUEUE_PER_SESSION: usize = 5;
+/// Weight of a session's newest gap in its own typical gap.
+const SESSION_GAP_RATE: f64 = 0.3;
 
 #[derive(Debug, Clone, Copy)]
 struct Session {
@@ -45,6 +52,10 @@ struct Session {
     last_used: u64,
     /// When the session was last pushed on the expiry queue.
     queued_at: u64,
+    /// Its own typical gap between turns, ms (none before its second turn).
+    gap_ms: Option<f64>,
+    /// Turns per second counted on its worker.
+    rate: f64,
 }
 
 /// The ledger's key of a session: its routing key within its model (a 128-bit hash).
@@ -71,6 +82,8 @@ pub struct LedgerStats {
 pub(crate) struct Ledger {
     sessions: HashMap<u128, Session>,
     per_worker: HashMap<WorkerId, u64>,
+    /// Per worker, the sum of its live sessions' turn rates.
+    rate_per_worker: HashMap<WorkerId, f64>,
     /// (session, when queued), oldest first.
     expiry: VecDeque<(u128, u64)>,
     /// The typical gap between a session's turns, ms (none seen yet: `None`).
@@ -82,6 +95,38 @@ impl Ledger {
     /// The tokens `w`'s live sessions hold.
     pub(crate) fn working_set(&self, w: WorkerId) -> u64 {
         self.per_worker.get(&w).copied().unwrap_or(0)
+    }
+
+    /// The turns per second `w`'s live sessions are expected to send.
+    pub(crate) fn turn_rate(&self, w: WorkerId) -> f64 {
+        self.rate_per_worker.get(&w).copied().unwrap_or(0.0)
+    }
+
+    /// The turns per second of session `key` (0 when unknown).
+    pub(crate) fn session_rate(&self, key: u128) -> f64 {
+        self.sessions.get(&key).map_or(0.0, |s| s.rate)
+    }
+
+    fn add_rate(&mut self, w: WorkerId, rate: f64) {
+        *self.rate_per_worker.entry(w).or_insert(0.0) += rate;
+    }
+
+    fn sub_rate(&mut self, w: WorkerId, rate: f64) {
+        if let Some(r) = self.rate_per_worker.get_mut(&w) {
+            *r -= rate;
+            // sums of floats drift: what is left of a worker's last session is nothing
+            if *r <= 1e-9 {
+                self.rate_per_worker.remove(&w);
+            }
+        }
+    }
+
+    /// Turns per second of a session whose typical gap is `gap_ms` (the fleet's when the
+    /// session has none yet; 0 while neither is known).
+    fn rate_of(&self, gap_ms: Option<f64>) -> f64 {
+        gap_ms
+            .or(self.gap_ms)
+            .map_or(0.0, |g| 1000.0 / g.max(MIN_LIVE_MS as f64 / LIVE_GAPS))
     }
 
     pub(crate) fn stats(&self) -> LedgerStats {
@@ -107,6 +152,7 @@ impl Ledger {
     fn forget(&mut self, key: u128) {
         if let Some(s) = self.sessions.remove(&key) {
             self.sub(s.worker, s.tokens);
+            self.sub_rate(s.worker, s.rate);
         }
     }
 
@@ -150,9 +196,11 @@ impl Ledger {
         now: u64,
     ) {
         let prev = self.sessions.get(&key).copied();
+        let mut session_gap = None;
         if let Some(p) = prev {
             let gap = now.saturating_sub(p.last_used) as f64;
             self.gap_ms = Some(self.gap_ms.map_or(gap, |g| g + GAP_RATE * (gap - g)));
+            session_gap = Some(p.gap_ms.map_or(gap, |g| g + SESSION_GAP_RATE * (gap - g)));
         }
         self.expire(now);
         let prev = self.sessions.get(&key).copied();
@@ -167,8 +215,11 @@ impl Ledger {
         };
         if let Some(p) = prev {
             self.sub(p.worker, p.tokens);
+            self.sub_rate(p.worker, p.rate);
         }
         self.add(w, tokens);
+        let rate = self.rate_of(session_gap);
+        self.add_rate(w, rate);
         let window = self.live_window_ms();
         let requeue = prev.is_none_or(|p| now.saturating_sub(p.queued_at) >= window / 4);
         let queued_at = if requeue {
@@ -184,6 +235,8 @@ impl Ledger {
                 base,
                 last_used: now,
                 queued_at,
+                gap_ms: session_gap,
+                rate,
             },
         );
         if requeue {
@@ -282,6 +335,34 @@ mod tests {
             l.record(4, A, Some(1), 0, 20_000 + t);
         }
         assert_eq!(l.live_window_ms(), MIN_LIVE_MS);
+    }
+
+    #[test]
+    fn each_worker_carries_the_turn_rate_of_its_live_sessions() {
+        let mut l = Ledger::default();
+        // no gap seen yet: rates unknown
+        l.record(1, A, Some(100), 0, 0);
+        l.record(2, B, Some(100), 0, 0);
+        assert_eq!((l.turn_rate(A), l.turn_rate(B)), (0.0, 0.0));
+        // session 1 takes a turn every 250 ms (4 per second), session 2 every 500 ms
+        for t in 1..=8 {
+            l.record(1, A, Some(100), 0, t * 250);
+            if t % 2 == 0 {
+                l.record(2, B, Some(100), 0, t * 250);
+            }
+        }
+        assert!((l.turn_rate(A) - 4.0).abs() < 1e-9, "{}", l.turn_rate(A));
+        assert!((l.turn_rate(B) - 2.0).abs() < 1e-9, "{}", l.turn_rate(B));
+        assert!((l.session_rate(1) - 4.0).abs() < 1e-9);
+        // a new session counts at the fleet's typical gap until it has its own
+        l.record(3, B, Some(100), 0, 2000);
+        assert!(l.turn_rate(B) > 2.0);
+        // a move takes the rate along; expiry drops it
+        l.record(1, B, Some(100), 0, 2250);
+        assert_eq!(l.turn_rate(A), 0.0);
+        assert!(l.turn_rate(B) > 5.0);
+        l.expire(1_000_000);
+        assert_eq!((l.turn_rate(A), l.turn_rate(B)), (0.0, 0.0));
     }
 
     #[test]

@@ -212,7 +212,8 @@ impl Router {
         // (`agentic`: a turn on a worker over its share of the fleet's turns is read too, so the
         // turn-boundary rebalance can see it)
         pinned.is_some_and(|p| {
-            t.pinned_is_fine(snap, cands, WorkerId(p), now) && !t.rebalance_due(cands, WorkerId(p))
+            t.pinned_is_fine(snap, cands, WorkerId(p), now)
+                && !t.rebalance_due(cands, WorkerId(p), &key.key, model)
         }) && !self.feedback.session_short(scoped)
     }
 
@@ -247,7 +248,8 @@ impl Router {
             return Err(Error::NoAvailableWorkers);
         }
         // worker overload protection: placement leaves out workers over the thresholds
-        let screen = self.cfg.overload.screen(&cands, req.loads);
+        let predicts = self.cfg.policy.predicts_ttft();
+        let screen = self.cfg.overload.screen(&cands, req.loads, !predicts);
         let place_on = match &screen {
             Screen::Shed => {
                 self.overload.shed.fetch_add(1, Ordering::Relaxed);
@@ -261,7 +263,7 @@ impl Router {
             // predict each worker's queue weigh the load themselves
             Screen::AllOver => Placement {
                 cands: &cands,
-                least_loaded: !self.cfg.policy.predicts_ttft(),
+                least_loaded: !predicts,
             },
             Screen::All => Placement {
                 cands: &cands,

@@ -113,8 +113,9 @@ pub(crate) struct Evaluation {
     pub(crate) prompt_tokens: f64,
     /// Tokens of the prompt's prefix that every candidate holds (worth nothing to placement).
     pub(crate) common_tokens: f64,
-    /// `agentic`: the request's session's turns per second (0 for a new or keyless one).
-    pub(crate) session_rate: f64,
+    /// `agentic`: the request's session's turns per second and the turns it took before this
+    /// one (zeros for a new or keyless one).
+    pub(crate) session_rate: (f64, u32),
     pub(crate) estimates: Vec<Estimate>,
 }
 
@@ -182,7 +183,7 @@ impl TtftAware {
 
     /// Per candidate, the tokens its live sessions hold and the turns per second they send,
     /// and the turns per second of the session `key` (zeros without a ledger).
-    fn working_sets(&self, cands: &[WorkerId], key: Option<u128>) -> (Vec<(f64, f64)>, f64) {
+    fn working_sets(&self, cands: &[WorkerId], key: Option<u128>) -> (Vec<(f64, f64)>, (f64, u32)) {
         match &self.ledger {
             Some(l) => {
                 let l = l.lock().unwrap_or_else(PoisonError::into_inner);
@@ -190,20 +191,30 @@ impl TtftAware {
                     .iter()
                     .map(|w| (l.working_set(*w) as f64, l.turn_rate(*w)))
                     .collect();
-                (sets, key.map_or(0.0, |k| l.session_rate(k)))
+                (sets, key.map_or((0.0, 0), |k| l.session_rate(k)))
             }
-            None => (vec![(0.0, 0.0); cands.len()], 0.0),
+            None => (vec![(0.0, 0.0); cands.len()], (0.0, 0)),
         }
     }
 
-    /// `agentic`: whether `pinned`'s live sessions send clearly more than their share of the
-    /// fleet's turns, so a pinned turn there must be read to be considered for a move (see
-    /// `agentic.rs`, turn-boundary rebalance).
-    pub(crate) fn rebalance_due(&self, cands: &[WorkerId], pinned: WorkerId) -> bool {
+    /// `agentic`: whether session `key` may move off `pinned` by the turn-boundary rebalance
+    /// (`agentic.rs`): it is a long one and `pinned`'s live sessions send clearly more than
+    /// their share of the fleet's turns, so its turn must be read, not streamed unread.
+    pub(crate) fn rebalance_due(
+        &self,
+        cands: &[WorkerId],
+        pinned: WorkerId,
+        key: &str,
+        model: Option<&str>,
+    ) -> bool {
         let Some(l) = &self.ledger else {
             return false;
         };
         let l = l.lock().unwrap_or_else(PoisonError::into_inner);
+        let (rate, turns) = l.session_rate(ledger::session_key(key, model));
+        if rate <= 0.0 || turns < agentic::REBALANCE_MIN_TURNS {
+            return false;
+        }
         let rates: Vec<f64> = cands.iter().map(|w| l.turn_rate(*w)).collect();
         agentic::over_share(l.turn_rate(pinned), &rates)
     }

@@ -11,6 +11,13 @@
 //! them, the request is refused ([`Screen::Shed`], `--worker-overload-shed`) or placed anyway
 //! ([`Screen::AllOver`]). A worker without a polled load (not answered yet, or its last poll
 //! failed) counts as under: protection never takes out a worker it knows nothing about.
+//!
+//! `ttft_aware` and `agentic` screen on the waiting queue only: they price KV occupancy
+//! themselves (the prefix index bounded by each worker's capacity, the session ledger's working
+//! sets and what a placement would evict), and a KV usage polled every 10 s says little about
+//! room (a full prefix cache is mostly evictable: SGLang leaves the evictable part out of
+//! `token_usage`, other engines and berth's sim worker do not), so vetoing on it sent their
+//! placements to the workers that happened to fill last, for up to a poll interval.
 
 use super::WorkerId;
 
@@ -96,12 +103,16 @@ impl OverloadConfig {
         load.waiting_reqs >= self.waiting_requests || load.token_usage >= self.token_usage
     }
 
-    /// Which of `cands` placement may use under `loads`.
-    pub fn screen(&self, cands: &[WorkerId], loads: Option<&WorkerLoads>) -> Screen {
+    /// Which of `cands` placement may use under `loads`. With `usage` false only the waiting
+    /// queue counts (the policies that price KV occupancy themselves).
+    pub fn screen(&self, cands: &[WorkerId], loads: Option<&WorkerLoads>, usage: bool) -> Screen {
         let Some(loads) = loads.filter(|_| self.enabled) else {
             return Screen::All;
         };
-        let over = |w: &WorkerId| loads.get(*w).is_some_and(|l| self.is_over(l));
+        let is_over = |l: &WorkerLoad| {
+            l.waiting_reqs >= self.waiting_requests || usage && l.token_usage >= self.token_usage
+        };
+        let over = |w: &WorkerId| loads.get(*w).is_some_and(is_over);
         let n_over = cands.iter().filter(|w| over(w)).count();
         if n_over == 0 {
             Screen::All
@@ -157,24 +168,38 @@ mod tests {
             (W[1], load(0, 0.95)),
             (W[2], load(2, 0.5)),
         ]);
-        assert_eq!(c.screen(&W, Some(&loads)), Screen::Under(vec![W[2]]));
+        assert_eq!(c.screen(&W, Some(&loads), true), Screen::Under(vec![W[2]]));
         // nothing over: everyone
         let calm = WorkerLoads::new(vec![(W[0], load(1, 0.1)), (W[2], load(7, 0.79))]);
-        assert_eq!(c.screen(&W, Some(&calm)), Screen::All);
+        assert_eq!(c.screen(&W, Some(&calm), true), Screen::All);
         // a worker that did not answer counts as under
         let partial = WorkerLoads::new(vec![(W[0], load(9, 0.1)), (W[1], load(9, 0.1))]);
-        assert_eq!(c.screen(&W, Some(&partial)), Screen::Under(vec![W[2]]));
+        assert_eq!(
+            c.screen(&W, Some(&partial), true),
+            Screen::Under(vec![W[2]])
+        );
     }
 
     #[test]
     fn all_over_places_anyway_or_sheds() {
         let loads = WorkerLoads::new(W.iter().map(|w| (*w, load(8, 0.9))).collect());
         let c = OverloadConfig::default();
-        assert_eq!(c.screen(&W, Some(&loads)), Screen::AllOver);
+        assert_eq!(c.screen(&W, Some(&loads), true), Screen::AllOver);
         let shed = OverloadConfig { shed: true, ..c };
-        assert_eq!(shed.screen(&W, Some(&loads)), Screen::Shed);
+        assert_eq!(shed.screen(&W, Some(&loads), true), Screen::Shed);
         // only the candidates count: a single under worker elsewhere does not help
-        assert_eq!(shed.screen(&W[..2], Some(&loads)), Screen::Shed);
+        assert_eq!(shed.screen(&W[..2], Some(&loads), true), Screen::Shed);
+    }
+
+    #[test]
+    fn without_usage_only_the_queue_counts() {
+        let c = OverloadConfig::default();
+        let loads = WorkerLoads::new(vec![(W[0], load(0, 1.0)), (W[1], load(8, 0.0))]);
+        assert_eq!(
+            c.screen(&W, Some(&loads), false),
+            Screen::Under(vec![W[0], W[2]])
+        );
+        assert_eq!(c.screen(&W, Some(&loads), true), Screen::Under(vec![W[2]]));
     }
 
     #[test]
@@ -185,8 +210,11 @@ mod tests {
             shed: true,
             ..OverloadConfig::default()
         };
-        assert_eq!(off.screen(&W, Some(&loads)), Screen::All);
-        assert_eq!(OverloadConfig::default().screen(&W, None), Screen::All);
+        assert_eq!(off.screen(&W, Some(&loads), true), Screen::All);
+        assert_eq!(
+            OverloadConfig::default().screen(&W, None, true),
+            Screen::All
+        );
     }
 
     #[test]

@@ -30,16 +30,19 @@
 //!   will send is unknown then (3 to 60 on a coding-agent trace), so a worker can end up with
 //!   the chatty ones. The ledger keeps each session's turn rate and each worker's sum
 //!   (`ledger.rs`). When a session's worker sends more than [`REBALANCE_OVER`] times the
-//!   candidates' mean rate, its turn moves to another worker if that is cheap: the history the
-//!   other worker lacks beyond what this one lacks, plus what the copy evicts there, costs no
-//!   more than `move_margin_ms` of prefill, the other worker is not predicted slower than
+//!   candidates' mean rate, its turn moves to another worker if that is cheap: the copy evicts
+//!   nothing there (the worker's working set has room for it), the history the other worker
+//!   lacks beyond what this one lacks costs no more than `move_margin_ms` of prefill, the
+//!   other worker is not predicted slower than
 //!   staying by more than that margin, and after the move it still sends no more turns than the
-//!   worker left behind (no ping-pong). A session early in its life (its history is still
-//!   short) or one whose worker already lost its history is cheap; a long one stays. A turn
-//!   pinned to such a worker is read (not streamed unread) so the rule can see it.
+//!   worker left behind (no ping-pong), and only a session that has already taken
+//!   [`REBALANCE_MIN_TURNS`] turns (likely to send many more; moving a short one gains
+//!   nothing). A session whose history is still short, or whose worker already lost it, is
+//!   cheap; a long history stays. A turn pinned to such a worker is read (not streamed unread)
+//!   so the rule can see it.
 //! - **Imbalance** is read in prefill work (the queued tokens in `TTFT`), KV occupancy (the
 //!   overflow) and the sessions' turn rates, not in requests in flight; workers over SMG's
-//!   overload thresholds (polled queue and KV usage) are left out of placement and moves
+//!   waiting-queue overload threshold (polled from the engine) are left out of placement and moves
 //!   (`worker/load.rs`).
 
 use super::{Estimate, Evaluation, TIE_MS, TIE_REL, TtftConfig};
@@ -48,6 +51,11 @@ use crate::{Rng, WorkerId};
 /// A worker whose live sessions send more than this multiple of the candidates' mean turn
 /// rate sheds sessions that are cheap to move.
 pub(crate) const REBALANCE_OVER: f64 = 1.1;
+
+/// Only a session that has taken at least this many turns is moved by the rebalance: one
+/// that has sent a few is likely to send many more (the imbalance comes from long sessions),
+/// while moving a short one gains nothing and costs its cache.
+pub(crate) const REBALANCE_MIN_TURNS: u32 = 8;
 
 /// Whether a worker sending `rate` turns per second is over its share of `rates` (every
 /// candidate's, itself included).
@@ -124,8 +132,8 @@ fn rebalance(
     here: &Estimate,
     rng: &mut Rng,
 ) -> Option<WorkerId> {
-    let s = eval.session_rate;
-    if s <= 0.0 || !eval.with_text {
+    let (s, turns) = eval.session_rate;
+    if s <= 0.0 || turns < REBALANCE_MIN_TURNS || !eval.with_text {
         return None;
     }
     let rates: Vec<f64> = eval.estimates.iter().map(|e| e.turn_rate).collect();
@@ -133,9 +141,10 @@ fn rebalance(
         return None;
     }
     let fits = |e: &&Estimate| {
-        let copy = (e.own_tokens - here.own_tokens).max(0.0) + overflow(e);
+        let copy = (e.own_tokens - here.own_tokens).max(0.0);
         e.worker != here.worker
             && e.turn_rate + s <= here.turn_rate - s
+            && overflow(e) <= 0.0
             && copy * e.per_token_ms <= cfg.move_margin_ms
             && cost(e) <= here.prediction.ttft_ms + cfg.move_margin_ms
     };

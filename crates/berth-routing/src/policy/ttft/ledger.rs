@@ -56,6 +56,8 @@ struct Session {
     gap_ms: Option<f64>,
     /// Turns per second counted on its worker.
     rate: f64,
+    /// Turns recorded.
+    turns: u32,
 }
 
 /// The ledger's key of a session: its routing key within its model (a 128-bit hash).
@@ -102,9 +104,12 @@ impl Ledger {
         self.rate_per_worker.get(&w).copied().unwrap_or(0.0)
     }
 
-    /// The turns per second of session `key` (0 when unknown).
-    pub(crate) fn session_rate(&self, key: u128) -> f64 {
-        self.sessions.get(&key).map_or(0.0, |s| s.rate)
+    /// The turns per second of session `key` and the turns it took so far ((0, 0) when
+    /// unknown).
+    pub(crate) fn session_rate(&self, key: u128) -> (f64, u32) {
+        self.sessions
+            .get(&key)
+            .map_or((0.0, 0), |s| (s.rate, s.turns))
     }
 
     fn add_rate(&mut self, w: WorkerId, rate: f64) {
@@ -237,6 +242,7 @@ impl Ledger {
                 queued_at,
                 gap_ms: session_gap,
                 rate,
+                turns: prev.map_or(1, |p| p.turns.saturating_add(1)),
             },
         );
         if requeue {
@@ -353,7 +359,11 @@ mod tests {
         }
         assert!((l.turn_rate(A) - 4.0).abs() < 1e-9, "{}", l.turn_rate(A));
         assert!((l.turn_rate(B) - 2.0).abs() < 1e-9, "{}", l.turn_rate(B));
-        assert!((l.session_rate(1) - 4.0).abs() < 1e-9);
+        assert!((l.session_rate(1).0 - 4.0).abs() < 1e-9);
+        assert_eq!(
+            (l.session_rate(1).1, l.session_rate(2).1, l.session_rate(9)),
+            (9, 5, (0.0, 0))
+        );
         // a new session counts at the fleet's typical gap until it has its own
         l.record(3, B, Some(100), 0, 2000);
         assert!(l.turn_rate(B) > 2.0);

@@ -237,15 +237,27 @@ fn a_cheap_session_leaves_a_worker_over_its_share_of_turns_and_a_long_one_stays(
         )
     };
     round(&r, 1, true, &mut rng);
-    // second turns: the rates become known, nothing moves yet
-    let placed: Vec<u32> = round(&r, 2, false, &mut rng).iter().map(|p| p.0).collect();
-    assert_eq!(placed, [0, 0, 0, 1]);
-    // worker 0 sends 3 turns a second, the mean is 2: its turns are read
-    assert_eq!(body_path(&r, "short-b", 3), BodyPath::Buffered("ttft_text"));
-    assert_eq!(body_path(&r, "d", 3), BodyPath::Streamed("ttft_pinned"));
-    let third = round(&r, 3, false, &mut rng);
+    // the rates become known from the second turns on; worker 0 sends 3 turns a second, the
+    // mean is 2, but a session moves only once it has taken 8 turns (likely a long one), and
+    // until then its turns stream unread
+    for secs in 2..=8 {
+        assert_eq!(
+            body_path(&r, "short-b", secs),
+            BodyPath::Streamed("ttft_pinned")
+        );
+        let stay = round(&r, secs, false, &mut rng);
+        let placed: Vec<(u32, Branch)> = [0, 0, 0, 1]
+            .into_iter()
+            .map(|w| (w, Branch::OccupiedHit))
+            .collect();
+        assert_eq!(stay, placed, "second {secs}");
+    }
+    // long now: the over-share worker's turns are read, the other's still stream unread
+    assert_eq!(body_path(&r, "short-b", 9), BodyPath::Buffered("ttft_text"));
+    assert_eq!(body_path(&r, "d", 9), BodyPath::Streamed("ttft_pinned"));
+    let ninth = round(&r, 9, false, &mut rng);
     assert_eq!(
-        third,
+        ninth,
         [
             (0, Branch::OccupiedHit),
             (1, Branch::TtftMove),

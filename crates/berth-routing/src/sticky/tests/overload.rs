@@ -232,3 +232,42 @@ fn bad_thresholds_are_refused_naming_the_flag() {
         assert!(e.to_string().contains(flag), "{e}");
     }
 }
+
+#[test]
+fn ttft_policies_screen_on_the_queue_only() {
+    // KV usage over the threshold on worker 0 vetoes nothing under ttft_aware and agentic (they
+    // price KV occupancy themselves); its waiting queue does
+    for policy in [PolicyKind::TtftAware, PolicyKind::Agentic] {
+        let fleet = Fleet::new(2);
+        let snap = fleet.snap(&[]);
+        let r = with_overload(policy, OverloadConfig::default());
+        let mut rng = Rng::seeded(6);
+        let full = loads(&[(0, 0, 1.0), (1, 0, 0.1)]);
+        let mut seen = [0u32; 2];
+        for i in 0..40 {
+            let text = format!("{i} {}", "z".repeat(200));
+            let req = RouteRequest {
+                text: Some(&text),
+                loads: Some(&full),
+                ..keyed(&NO_HEADERS)
+            };
+            seen[r.route(&req, &snap, T0, &mut rng).unwrap().worker.0 as usize] += 1;
+        }
+        assert!(seen[0] > 0 && seen[1] > 0, "{policy:?}: {seen:?}");
+        assert_eq!(r.stats().overload_vetoes, 0);
+        let queued = loads(&[(0, 8, 0.1), (1, 0, 0.1)]);
+        for i in 0..10 {
+            let text = format!("q{i} {}", "z".repeat(200));
+            let req = RouteRequest {
+                text: Some(&text),
+                loads: Some(&queued),
+                ..keyed(&NO_HEADERS)
+            };
+            assert_eq!(
+                r.route(&req, &snap, T0, &mut rng).unwrap().worker,
+                WorkerId(1)
+            );
+        }
+        assert_eq!(r.stats().overload_vetoes, 10);
+    }
+}

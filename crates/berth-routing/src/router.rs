@@ -5,12 +5,12 @@
 //! `sticky.rs` and the request/decision types in `decision.rs`; this file holds the keyless
 //! paths and hands keyed requests to the pinned path.
 //! `router/feedback.rs`: the ticket a decision's lease carries for `--cache-feedback`, and the
-//! answer's report compared with it.
+//! answer's report compared with it; `router/overload.rs`: worker overload protection's
+//! placement candidates and counters.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::assign::AssignmentMode;
@@ -27,17 +27,12 @@ use crate::policy::{
 };
 use crate::rng::Rng;
 use crate::sticky::{Pinned, scoped_key};
-use crate::worker::{Screen, WorkerId, WorkerSnapshot};
+use crate::worker::{WorkerId, WorkerSnapshot};
 
 mod feedback;
+mod overload;
 
-/// Counters of worker overload protection.
-#[derive(Debug, Default)]
-pub(crate) struct OverloadCounts {
-    vetoes: AtomicU64,
-    all_over: AtomicU64,
-    shed: AtomicU64,
-}
+use overload::OverloadCounts;
 
 /// The routing decision maker. Shared by every request (`&self`), cheap to call.
 #[derive(Debug)]
@@ -250,26 +245,7 @@ impl Router {
         // worker overload protection: placement leaves out workers over the thresholds
         let predicts = self.cfg.policy.predicts_ttft();
         let screen = self.cfg.overload.screen(&cands, req.loads, !predicts);
-        let place_on = match &screen {
-            Screen::Shed => {
-                self.overload.shed.fetch_add(1, Ordering::Relaxed);
-                return Err(Error::WorkerOverloadShed);
-            }
-            Screen::Under(under) => Placement {
-                cands: under,
-                least_loaded: false,
-            },
-            // SMG sends a request to the least-loaded worker when all are over; policies that
-            // predict each worker's queue weigh the load themselves
-            Screen::AllOver => Placement {
-                cands: &cands,
-                least_loaded: !predicts,
-            },
-            Screen::All => Placement {
-                cands: &cands,
-                least_loaded: false,
-            },
-        };
+        let place_on = self.overload.place_on(&screen, &cands, predicts)?;
         let text_bytes = req
             .tokens
             .map(tokens_as_bytes)
@@ -296,16 +272,7 @@ impl Router {
             now,
             rng,
         )?;
-        if decision.branch != Some(Branch::OccupiedHit) {
-            let counter = match screen {
-                Screen::Under(_) => Some(&self.overload.vetoes),
-                Screen::AllOver => Some(&self.overload.all_over),
-                Screen::All | Screen::Shed => None,
-            };
-            if let Some(c) = counter {
-                c.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.overload.count(&screen, decision.branch);
         let ticket = self.ticket(
             prior,
             prefix,
@@ -430,9 +397,9 @@ impl Router {
             prefix_index: self.policy.index_stats(),
             ttft_workers: Vec::new(),
             agentic_ledger: self.policy.ledger_stats(),
-            overload_vetoes: self.overload.vetoes.load(Ordering::Relaxed),
-            overload_all_over: self.overload.all_over.load(Ordering::Relaxed),
-            overload_shed: self.overload.shed.load(Ordering::Relaxed),
+            overload_vetoes: self.overload.totals().0,
+            overload_all_over: self.overload.totals().1,
+            overload_shed: self.overload.totals().2,
         }
     }
 }

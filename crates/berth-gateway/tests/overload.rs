@@ -23,16 +23,28 @@ async fn sim(id: &str, kv: u64) -> SimHandle {
         .await
 }
 
-/// Fills `w`'s KV cache by sending it a long prompt directly (the sim counts cached blocks as
-/// used, so its token_usage is then near 1).
-async fn fill(w: &SimHandle) {
-    let c = TestClient::new(w.addr());
+/// Keeps a long streamed request running on `w` until the returned connection is dropped: its
+/// prompt's KV is in use while it runs, so the worker's token_usage (SGLang's meaning: cache that
+/// running requests use, evictable cache left out) is near 1. The answer is never read, so the
+/// worker's stream stops on a full socket and the request stays running.
+async fn occupy(w: &SimHandle) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
     let body = serde_json::json!({
         "model": "sim-model",
         "messages": [{"role": "user", "content": "fill the cache ".repeat(2_000)}],
-        "max_tokens": 1,
-    });
-    assert_eq!(c.chat(&[], body).await.status, 200);
+        "max_tokens": 100_000,
+        "stream": true,
+    })
+    .to_string();
+    let mut s = tokio::net::TcpStream::connect(w.addr()).await.unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: sim\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(body.as_bytes()).await.unwrap();
+    s
 }
 
 fn usage_of(m: &str, w: &SimHandle) -> Option<f64> {
@@ -53,7 +65,7 @@ async fn an_overloaded_worker_is_left_out_while_another_is_under() {
     c.router.policy = PolicyKind::RoundRobin;
     c.load_monitor.interval = Duration::from_millis(50);
     let g = start(c).await;
-    fill(&w[0]).await;
+    let _busy = occupy(&w[0]).await;
     eventually("the gateway polled w0's KV usage", || async {
         usage_of(&metrics(&g.gw).await, &w[0]).is_some_and(|u| u >= 0.8)
     })
@@ -93,7 +105,7 @@ async fn protection_can_be_switched_off() {
     c.router.overload.enabled = false;
     c.load_monitor.interval = Duration::from_millis(50);
     let g = start(c).await;
-    fill(&w[0]).await;
+    let _busy = occupy(&w[0]).await;
     eventually("the gateway polled w0's KV usage", || async {
         usage_of(&metrics(&g.gw).await, &w[0]).is_some_and(|u| u >= 0.8)
     })
@@ -116,8 +128,9 @@ async fn all_over_is_placed_anyway_or_shed_with_retry_after() {
         c.router.overload.shed = shed;
         c.load_monitor.interval = Duration::from_secs(1);
         let g = start(c).await;
+        let mut busy = Vec::new();
         for s in &w {
-            fill(s).await;
+            busy.push(occupy(s).await);
         }
         eventually("the gateway polled both KV usages", || async {
             let m = metrics(&g.gw).await;

@@ -12,8 +12,7 @@
 //!
 //! An idle link in the pool is polled by no one: a connection the worker closed meanwhile is
 //! found out when the next request drives it before sending (hyper reads the end of stream and
-//! the connection ends), by the pool's periodic prune ([`Link::poll_idle`]), or, at the latest,
-//! by the stale-connection re-send of the attempt.
+//! the connection ends), or, at the latest, by the stale-connection re-send of the attempt.
 
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
@@ -86,12 +85,6 @@ impl Link {
             return ready;
         }
         driving(&mut self.driver, self.sender.ready()).await
-    }
-
-    /// Lets an idle connection (in the pool, driven by no one) read what arrived, without a
-    /// waker: a connection the worker closed meanwhile ends here and reports closed.
-    pub(super) fn poll_idle(&mut self) {
-        poll_driver(&mut self.driver, &mut Context::from_waker(Waker::noop()));
     }
 
     /// [`Link::ready`] without a waker: `None` when the connection is not ready yet.

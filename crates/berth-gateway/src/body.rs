@@ -10,7 +10,7 @@
 //! Frames are passed on as they arrive: no added buffering.
 
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
@@ -30,14 +30,6 @@ pub trait Completion: Send + 'static {
     /// for a store write this way). Ready by default.
     fn poll_release(&mut self, _cx: &mut Context<'_>) -> Poll<()> {
         Poll::Ready(())
-    }
-    /// Called before each read of the worker's body: lets whatever produces it make progress
-    /// (the proxy's guard drives the worker connection here, which has no task of its own).
-    /// `true`: the body is filled only by this call, which registered `cx` for whatever it
-    /// waits on, so the body is read without a waker (no self-wake of the task when this call
-    /// hands it a frame). `false` by default: the body is read with `cx`.
-    fn poll_progress(&mut self, _cx: &mut Context<'_>) -> bool {
-        false
     }
 }
 
@@ -122,12 +114,7 @@ impl<G: Completion> Body for ResBody<G> {
                 if p.ended {
                     return Poll::Ready(None);
                 }
-                let driven = p.guard.as_mut().is_some_and(|g| g.poll_progress(cx));
-                let polled = if driven {
-                    Pin::new(&mut p.inner).poll_frame(&mut Context::from_waker(Waker::noop()))
-                } else {
-                    Pin::new(&mut p.inner).poll_frame(cx)
-                };
+                let polled = Pin::new(&mut p.inner).poll_frame(cx);
                 match polled {
                     Poll::Ready(Some(Ok(frame))) => {
                         if let (Some(data), Some(g)) = (frame.data_ref(), p.guard.as_mut()) {

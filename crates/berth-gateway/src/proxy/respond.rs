@@ -98,11 +98,6 @@ impl Completion for RequestGuard {
         }
     }
 
-    /// The worker connection has no task of its own: the body drives it.
-    fn poll_progress(&mut self, cx: &mut std::task::Context<'_>) -> bool {
-        self.conn.as_mut().is_some_and(|c| c.poll_drive(cx))
-    }
-
     /// The response was read to its end: the connection can serve another request.
     fn finish(mut self) {
         if let Some(conn) = self.conn.take() {

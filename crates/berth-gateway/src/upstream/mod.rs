@@ -6,8 +6,6 @@
 //! - `client.rs`: opening connections (TCP, TLS), and one-off requests for probes and the admin
 //!   fan-out.
 //! - `pool.rs`: keep-alive connections, one pool per IO loop.
-//! - `link.rs`: one connection's HTTP/1 machinery, driven by the request using it (no task
-//!   per connection).
 //! - `body.rs`: the request body sent to a worker.
 //! - `replay.rs`: a streamed body, counted against the payload limit and kept (up to a limit)
 //!   so a retry can re-send it.
@@ -19,7 +17,6 @@ mod addr;
 mod attempt;
 mod body;
 mod client;
-mod link;
 mod pool;
 mod replay;
 mod wait;

@@ -2,8 +2,7 @@
 //!
 //! hyper's connection-level HTTP/1 client with a small idle list per worker: a request takes an
 //! idle connection (or opens one), and the connection comes back to the list when the response
-//! body has been read to its end. A connection has no task of its own: the request using it
-//! drives it (`link.rs`). A response abandoned mid-body closes its connection, which is
+//! body has been read to its end. A response abandoned mid-body closes its connection, which is
 //! also how a client disconnect cancels the worker's request. A request that a stale pooled
 //! connection refused before sending anything is re-sent on another connection.
 //!
@@ -19,18 +18,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use std::future::Future;
-use std::task::Context;
-
 use http::{Request, Response};
 use hyper::body::Incoming;
-use hyper::client::conn::http1;
+use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 
 use super::addr::WorkerAddr;
 use super::body::UpBody;
 use super::client::HttpClient;
-use super::link::Link;
 use super::replay::Replayable;
 use crate::routing::WorkerId;
 
@@ -68,7 +63,7 @@ impl SendError {
 /// One IO loop's connections to every worker.
 #[derive(Debug, Default)]
 pub(crate) struct Pool {
-    idle: Mutex<HashMap<WorkerId, Vec<Link>>>,
+    idle: Mutex<HashMap<WorkerId, Vec<SendRequest<UpBody>>>>,
     /// Opens new connections (TLS for `https://` workers).
     client: HttpClient,
 }
@@ -76,7 +71,7 @@ pub(crate) struct Pool {
 /// A connection lent to one request; [`Conn::release`] returns it once the response is read.
 #[derive(Debug)]
 pub(crate) struct Conn {
-    link: Link,
+    sender: SendRequest<UpBody>,
     worker: WorkerId,
     pool: Arc<Pool>,
     /// The client's streamed body this request is still sending, if any.
@@ -90,33 +85,18 @@ impl Conn {
         self
     }
 
-    /// Lets the connection read and write what it can (the response body's owner calls it
-    /// before each read of the body); registers `cx` for its socket. `true`: the body can be
-    /// polled without a waker, the connection's socket wakes the task (`link.rs`).
-    pub(crate) fn poll_drive(&mut self, cx: &mut Context<'_>) -> bool {
-        self.link.poll_drive(cx)
-    }
-
-    /// Runs `fut` (a read of this connection's response body) while driving the connection.
-    pub(crate) async fn drive<F: Future>(&mut self, fut: F) -> F::Output {
-        self.link.drive(fut).await
-    }
-
     /// Returns the connection to the idle list (the response body was read to its end). A
     /// connection whose request body is still being sent (the worker answered before the
-    /// client's upload ended) is not free: it gets a task of its own that finishes the upload
-    /// and then closes it, so no other request queues behind another client's upload.
+    /// client's upload ended) is not free: it is left to close once the upload ends, so no
+    /// other request queues behind another client's upload.
     pub(crate) fn release(self) {
-        if self.link.is_closed() {
+        if self.sender.is_closed() || self.upload.as_ref().is_some_and(|u| !u.upload_finished()) {
             return;
-        }
-        if self.upload.as_ref().is_some_and(|u| !u.upload_finished()) {
-            return self.link.detach();
         }
         let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
         let list = idle.entry(self.worker).or_default();
         if list.len() < MAX_IDLE_PER_WORKER {
-            list.push(self.link);
+            list.push(self.sender);
         }
     }
 }
@@ -134,17 +114,17 @@ impl Pool {
     pub(crate) fn prune(&self, registered: impl Fn(WorkerId) -> bool) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         idle.retain(|id, list| {
-            list.retain(|l| !l.is_closed());
+            list.retain(|s| !s.is_closed());
             registered(*id) && !list.is_empty()
         });
     }
 
-    fn checkout(&self, worker: WorkerId) -> Option<Link> {
+    fn checkout(&self, worker: WorkerId) -> Option<SendRequest<UpBody>> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let list = idle.get_mut(&worker)?;
-        while let Some(link) = list.pop() {
-            if !link.is_closed() {
-                return Some(link);
+        while let Some(sender) = list.pop() {
+            if !sender.is_closed() {
+                return Some(sender);
             }
         }
         None
@@ -164,7 +144,7 @@ impl Pool {
                 Reuse::Pooled => self.checkout(id),
                 Reuse::Fresh => None,
             };
-            let (mut link, reused) = match pooled {
+            let (mut sender, reused) = match pooled {
                 Some(s) => (s, true),
                 None => (
                     // boxed: opening a connection (TCP, TLS) is a large future and rare; it
@@ -176,7 +156,7 @@ impl Pool {
                 ),
             };
             // A just-returned connection may still be finishing the previous exchange.
-            if link.ready().await.is_err() {
+            if sender.ready().await.is_err() {
                 if reused {
                     continue;
                 }
@@ -184,10 +164,10 @@ impl Pool {
                     "connection closed before the request was sent".to_owned(),
                 ));
             }
-            match link.send(req).await {
+            match sender.try_send_request(req).await {
                 Ok(resp) => {
                     let conn = Conn {
-                        link,
+                        sender,
                         worker: id,
                         pool: self.clone(),
                         upload: None,
@@ -209,12 +189,15 @@ impl Pool {
     }
 }
 
-async fn connect(client: &HttpClient, addr: &WorkerAddr) -> Result<Link, String> {
+async fn connect(client: &HttpClient, addr: &WorkerAddr) -> Result<SendRequest<UpBody>, String> {
     let stream = client.connect(addr).await?;
-    let (sender, driver) = http1::handshake(TokioIo::new(stream))
+    let (sender, conn) = http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| e.to_string())?;
-    Ok(Link::new(sender, driver))
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
 }
 
 #[cfg(test)]

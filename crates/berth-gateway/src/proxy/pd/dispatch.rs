@@ -252,7 +252,7 @@ async fn run_prefill(
     let report = |o| {
         registry.report(pw, o);
     };
-    let (resp, mut conn) = match send(upstream, parts, pw, body, report).await {
+    let (resp, conn) = match send(upstream, parts, pw, body, report).await {
         Ok(sent) => sent,
         Err(AttemptError::Worker(GatewayError::UpstreamTimeout(_))) => {
             return Err((
@@ -269,9 +269,7 @@ async fn run_prefill(
     } else {
         ERROR_BODY_LIMIT
     };
-    // the connection has no task of its own: drive it while its answer is read
-    let read = conn.drive(read_capped(resp.into_body(), keep));
-    let read = tokio::time::timeout(upstream.timeout, read).await;
+    let read = tokio::time::timeout(upstream.timeout, read_capped(resp.into_body(), keep)).await;
     let kept = match read {
         Ok(Ok(kept)) => kept,
         Ok(Err(e)) => {

@@ -144,6 +144,32 @@ pub struct Args {
     /// Good checks in a row that bring it back [default: 2].
     #[arg(long)]
     pub health_success_threshold: Option<u32>,
+    /// Seconds between polls of every worker's GET /v1/loads (queued requests, KV token usage)
+    /// [default: 10].
+    #[arg(long)]
+    pub load_monitor_interval: Option<u64>,
+    /// Poll worker loads only when routing reads them (worker overload protection, or
+    /// --policy agentic); by default every worker is polled.
+    #[arg(long)]
+    pub disable_load_monitoring: bool,
+    /// Queued requests at or above which a worker is left out of placement while another worker
+    /// is under both thresholds (>= 1) [default: 8].
+    #[arg(long)]
+    pub worker_overload_waiting_requests: Option<u32>,
+    /// KV token usage at or above which a worker is left out of placement while another worker
+    /// is under both thresholds, in (0, 1] [default: 0.8].
+    #[arg(long)]
+    pub worker_overload_token_usage: Option<f64>,
+    /// Worker overload protection is on by default; accepted so older command lines parse.
+    #[arg(long)]
+    pub worker_overload_protection: bool,
+    /// Switch worker overload protection off.
+    #[arg(long)]
+    pub disable_worker_overload_protection: bool,
+    /// Refuse a request with 503 worker_overload_protection_shed (Retry-After: the load poll
+    /// interval) when every worker it could use is overloaded, instead of placing it anyway.
+    #[arg(long)]
+    pub worker_overload_shed: bool,
     /// Seconds start-up waits for the workers to answer /health [default: 1800].
     #[arg(long)]
     pub worker_startup_timeout_secs: Option<u64>,
@@ -331,6 +357,19 @@ impl Args {
             worker_startup_timeout_secs: self
                 .worker_startup_timeout_secs
                 .or(file.worker_startup_timeout_secs),
+            load_monitor_interval: self.load_monitor_interval.or(file.load_monitor_interval),
+            disable_load_monitoring: self.disable_load_monitoring || file.disable_load_monitoring,
+            worker_overload_waiting_requests: self
+                .worker_overload_waiting_requests
+                .or(file.worker_overload_waiting_requests),
+            worker_overload_token_usage: self
+                .worker_overload_token_usage
+                .or(file.worker_overload_token_usage),
+            worker_overload_protection: self.worker_overload_protection
+                || file.worker_overload_protection,
+            disable_worker_overload_protection: self.disable_worker_overload_protection
+                || file.disable_worker_overload_protection,
+            worker_overload_shed: self.worker_overload_shed || file.worker_overload_shed,
             api_key: self.api_key.or(file.api_key),
             prometheus_host: self.prometheus_host.or(file.prometheus_host),
             prometheus_port: self.prometheus_port.or(file.prometheus_port),

@@ -9,7 +9,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use crate::registry::{BreakerSettings, HealthSettings};
+pub use crate::registry::{BreakerSettings, HealthSettings, LoadMonitorSettings};
 pub use crate::request_body::BodyTimeouts;
 
 use crate::admission::AdmissionSettings;
@@ -61,6 +61,8 @@ pub mod defaults {
     pub const PROMETHEUS_PORT: u16 = 29000;
     /// `--header-read-timeout-secs`.
     pub const HEADER_READ_TIMEOUT_SECS: u64 = 30;
+    /// `--load-monitor-interval` (SMG's, seconds).
+    pub const LOAD_MONITOR_INTERVAL_SECS: u64 = 10;
     pub use crate::store::defaults::{
         STICKY_STORE_PREFIX, STICKY_STORE_SYNC_MS, STICKY_STORE_TIMEOUT_MS,
     };
@@ -107,6 +109,8 @@ pub struct GatewayConfig {
     pub health: HealthSettings,
     /// How long start-up waits for the `--worker-urls` to answer `/health`.
     pub worker_startup_timeout: Duration,
+    /// The load monitor (`--load-monitor-interval`, `--disable-load-monitoring`).
+    pub load_monitor: LoadMonitorSettings,
     /// Inbound auth for generation routes (`--api-key`).
     pub api_key: Option<Secret>,
     /// Auth for the `/workers` admin API (`--admin-api-key`).
@@ -159,6 +163,10 @@ impl GatewayConfig {
                 success_threshold: HEALTH_SUCCESS_THRESHOLD,
             },
             worker_startup_timeout: Duration::from_secs(WORKER_STARTUP_TIMEOUT_SECS),
+            load_monitor: LoadMonitorSettings {
+                interval: Duration::from_secs(LOAD_MONITOR_INTERVAL_SECS),
+                always: true,
+            },
             api_key: None,
             admin_api_key: None,
             prometheus_addr: None,
@@ -239,6 +247,9 @@ impl GatewayConfig {
         }
         if self.breaker.open_timeout.is_zero() {
             return bad("--cb-timeout-duration-secs", "must be at least 1");
+        }
+        if self.load_monitor.interval.is_zero() {
+            return bad("--load-monitor-interval", "must be at least 1");
         }
         if self.health.interval.is_zero() {
             return bad("--health-check-interval-secs", "must be at least 1");
@@ -340,6 +351,7 @@ impl GatewayConfig {
             ),
             ("--health-check-interval-secs", Some(self.health.interval)),
             ("--health-check-timeout-secs", Some(self.health.timeout)),
+            ("--load-monitor-interval", Some(self.load_monitor.interval)),
             (
                 "--worker-startup-timeout-secs",
                 Some(self.worker_startup_timeout),

@@ -118,6 +118,15 @@ pub enum GatewayError {
     /// No worker is available for this request (all unhealthy, open, or none serve the model).
     #[error("no available workers")]
     NoAvailableWorkers,
+    /// Every worker the request could use is over the overload thresholds and
+    /// `--worker-overload-shed` is on; `Retry-After` is the load poll interval, seconds.
+    #[error(
+        "every worker that could serve this request is overloaded (worker overload protection)"
+    )]
+    WorkerOverloadShed {
+        /// `--load-monitor-interval`, seconds.
+        retry_after_secs: u64,
+    },
     /// The client did not send its request body in time (it stalled, or took too long in all).
     #[error("the request body did not arrive in time: {0}")]
     RequestBodyTimeout(String),
@@ -183,6 +192,8 @@ pub enum ErrorCode {
     PrefillBadRequest,
     /// 503: buffered bodies hold the whole `--buffered-body-budget-mb` (with `Retry-After`).
     BodyBudgetExhausted,
+    /// 503: every usable worker is overloaded and `--worker-overload-shed` is on (SMG's code).
+    WorkerOverloadProtectionShed,
     /// 500: a start-up or IO failure (never expected on the request path). Keep it the last
     /// variant ([`ErrorCode::ALL`]'s test relies on it).
     Internal,
@@ -190,7 +201,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         Self::JsonParseError,
         Self::MissingRoutingKey,
         Self::BadRequest,
@@ -210,6 +221,7 @@ impl ErrorCode {
         Self::PrefillServerError,
         Self::PrefillBadRequest,
         Self::BodyBudgetExhausted,
+        Self::WorkerOverloadProtectionShed,
         Self::Internal,
     ];
 
@@ -243,6 +255,7 @@ impl ErrorCode {
             Self::PrefillServerError => "prefill_server_error",
             Self::PrefillBadRequest => "prefill_bad_request",
             Self::BodyBudgetExhausted => "body_budget_exhausted",
+            Self::WorkerOverloadProtectionShed => "worker_overload_protection_shed",
         }
     }
 
@@ -262,9 +275,10 @@ impl ErrorCode {
             Self::UpstreamConnectionFailed
             | Self::UpstreamStreamError
             | Self::PrefillServerError => StatusCode::BAD_GATEWAY,
-            Self::NoAvailableWorkers | Self::StickyStoreUnavailable | Self::BodyBudgetExhausted => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Self::NoAvailableWorkers
+            | Self::StickyStoreUnavailable
+            | Self::BodyBudgetExhausted
+            | Self::WorkerOverloadProtectionShed => StatusCode::SERVICE_UNAVAILABLE,
             Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -303,6 +317,7 @@ impl GatewayError {
             Self::PrefillFailed { .. } => ErrorCode::PrefillServerError,
             Self::PrefillRejected { .. } => ErrorCode::PrefillBadRequest,
             Self::NoAvailableWorkers => ErrorCode::NoAvailableWorkers,
+            Self::WorkerOverloadShed { .. } => ErrorCode::WorkerOverloadProtectionShed,
             Self::StoreUnavailable => ErrorCode::StickyStoreUnavailable,
             Self::Overloaded(r) => match r.kind {
                 RejectionKind::QueueFull => ErrorCode::QueueFull,
@@ -377,6 +392,9 @@ impl GatewayError {
         }
         if let Self::Overloaded(r) = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(r.retry_after_secs));
+        }
+        if let Self::WorkerOverloadShed { retry_after_secs } = self {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
         }
         if code == ErrorCode::Unauthorized {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 mod feedback;
 mod index;
+mod load;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -130,6 +131,8 @@ pub struct Metrics {
     pub(crate) feedback: feedback::FeedbackMetrics,
     /// `berth_response_chain_*`.
     pub(crate) chains: Arc<crate::chains::ChainMetrics>,
+    /// `berth_worker_waiting_requests`, `berth_worker_token_usage`, `berth_worker_overload_total`.
+    pub(crate) load: load::LoadMetrics,
 }
 
 impl Metrics {
@@ -145,6 +148,7 @@ impl Metrics {
         let index = index::IndexMetrics::register(&mut registry);
         let feedback = feedback::FeedbackMetrics::register(&mut registry);
         let chains = Arc::new(crate::chains::ChainMetrics::register(&mut registry));
+        let load = load::LoadMetrics::register(&mut registry);
         let hist = || Histogram::new(exponential_buckets(0.001, 2.0, 20));
         let m = Self {
             branch: Family::default(),
@@ -180,6 +184,7 @@ impl Metrics {
             index,
             feedback,
             chains,
+            load,
             registry: Registry::default(),
         };
         // The `_total` suffix of counters is added by the encoder.
@@ -399,6 +404,9 @@ impl Metrics {
             ttft_workers: Vec::new(),
             prefix_index: None,
             agentic_ledger: None,
+            overload_vetoes: 0,
+            overload_all_over: 0,
+            overload_shed: 0,
         };
         self.cache_entries
             .set(i64::try_from(router.pins).unwrap_or(i64::MAX));

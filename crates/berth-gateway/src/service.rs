@@ -67,7 +67,9 @@ async fn dispatch(io: Arc<IoCtx>, req: Request<Incoming>) -> Response<Body> {
         }
         return resp;
     }
-    admin::serve(state, req)
+    // boxed: the admin routes' future is larger than the proxy path's and would otherwise
+    // size every request's future (hyper moves it once per request)
+    Box::pin(admin::serve(state, req))
         .await
         .unwrap_or_else(|e| e.to_response())
 }

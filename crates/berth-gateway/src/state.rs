@@ -53,6 +53,15 @@ impl AppState {
         };
         let view = self.registry.view();
         let stats = stats_of(&self.router, &view);
+        let loads = self.registry.loads();
+        let prefill_stats = self
+            .pd
+            .as_ref()
+            .map(|pd| stats_of(&pd.router, &pd.registry.view()));
+        let routers: Vec<&crate::routing::RouterStats> = std::iter::once(&stats)
+            .chain(prefill_stats.as_ref())
+            .collect();
+        self.metrics.load.update(&view, loads.as_deref(), &routers);
         match &self.pd {
             None => self.metrics.render(&view, &stats, now),
             Some(pd) => {

@@ -261,3 +261,54 @@ async fn an_unreachable_worker_is_registered_unhealthy() {
     assert!(common::healthy(&g.client, &w[0].url()).await);
     g.gw.shutdown().await;
 }
+
+#[test]
+fn load_monitoring_and_overload_protection_take_smg_flags() {
+    let args = parse(&[
+        "--worker-urls",
+        "http://a:1",
+        "--worker-overload-waiting-requests",
+        "4",
+        "--worker-overload-token-usage",
+        "0.9",
+        "--worker-overload-protection",
+        "--worker-overload-shed",
+        "--load-monitor-interval",
+        "3",
+        "--disable-load-monitoring",
+    ]);
+    let c = GatewayConfig::from_args(&args.resolve().unwrap()).unwrap();
+    let o = c.router.overload;
+    assert!(o.enabled && o.shed);
+    assert_eq!((o.waiting_requests, o.token_usage), (4, 0.9));
+    assert_eq!(c.load_monitor.interval, Duration::from_secs(3));
+    assert!(!c.load_monitor.always);
+    // defaults are SMG's: on, 8 waiting, 0.8 usage, polled every 10 s, no shedding
+    let d = GatewayConfig::from_args(&parse(&["--worker-urls", "http://a:1"])).unwrap();
+    let o = d.router.overload;
+    assert!(o.enabled && !o.shed);
+    assert_eq!((o.waiting_requests, o.token_usage), (8, 0.8));
+    assert_eq!(d.load_monitor.interval, Duration::from_secs(10));
+    assert!(d.load_monitor.always);
+    let off = parse(&[
+        "--worker-urls",
+        "http://a:1",
+        "--disable-worker-overload-protection",
+    ]);
+    assert!(
+        !GatewayConfig::from_args(&off)
+            .unwrap()
+            .router
+            .overload
+            .enabled
+    );
+    for (flag, value) in [
+        ("--worker-overload-waiting-requests", "0"),
+        ("--worker-overload-token-usage", "0"),
+        ("--worker-overload-token-usage", "1.5"),
+        ("--load-monitor-interval", "0"),
+    ] {
+        let msg = refused(&["--worker-urls", "http://a:1", flag, value]);
+        assert!(msg.contains(flag), "{msg}");
+    }
+}

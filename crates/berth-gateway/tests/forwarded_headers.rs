@@ -16,7 +16,7 @@ use hyper_util::rt::TokioIo;
 
 type Seen = Arc<Mutex<Vec<HeaderMap>>>;
 
-/// A worker: `/health`, `/v1/models`, and for anything else a 500 (when asked with
+/// A worker: `/health`, `/v1/models`, 404 for the load monitor's `/v1/loads`, and for anything else a 500 (when asked with
 /// `x-fail`) or 200 with `Connection: x-hop` and `x-hop`, `keep-alive`, `x-end` headers.
 async fn recording_worker() -> (String, Seen) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -39,6 +39,11 @@ async fn recording_worker() -> (String, Seen) {
                             "/v1/models" => Response::new(Full::new(Bytes::from(
                                 r#"{"data":[{"id":"sim-model"}]}"#,
                             ))),
+                            // the gateway's load monitor polls these; not the requests under test
+                            "/v1/loads" | "/get_load" => Response::builder()
+                                .status(404)
+                                .body(Full::new(Bytes::new()))
+                                .unwrap(),
                             _ => {
                                 let fail = parts.headers.contains_key("x-fail");
                                 let own_code = parts.headers.contains_key("x-own-code");

@@ -72,6 +72,7 @@ fn route(
         prefix: None,
         exclude: &[],
         stream: None,
+        loads: None,
     };
     r.route(&req, s, now, rng).unwrap().worker
 }
@@ -173,6 +174,7 @@ fn bench_vacant_and_respill(c: &mut Criterion) {
         tokens: None,
         prefix: None,
         exclude: &[],
+        loads: None,
         stream: None,
     };
     let _held: Vec<_> = (0..2)
@@ -248,6 +250,7 @@ fn route_keyless(r: &Router, s: &WorkerSnapshot, text: &str, rng: &mut Rng) -> W
         text: Some(text),
         tokens: None,
         prefix: None,
+        loads: None,
         exclude: &[],
         stream: None,
     };

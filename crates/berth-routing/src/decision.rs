@@ -97,6 +97,9 @@ pub struct RouteRequest<'a> {
     /// Whether the response will be a stream (the body's `stream`), when the body was read;
     /// `ttft_aware` counts a streamed request as queued prefill until its first byte.
     pub stream: Option<bool>,
+    /// The workers' loads as last polled (`GET /v1/loads`), when the gateway polls them:
+    /// overload protection and `agentic` read them.
+    pub loads: Option<&'a crate::worker::WorkerLoads>,
 }
 
 impl std::fmt::Debug for RouteRequest<'_> {
@@ -279,6 +282,23 @@ pub struct RouterStats {
     pub ttft_workers: Vec<(WorkerId, crate::policy::CostModel, f64)>,
     /// `agentic`: what its session ledger holds; `None` under other policies.
     pub agentic_ledger: Option<crate::policy::LedgerStats>,
+    /// Placements that left out an overloaded worker (worker overload protection).
+    pub overload_vetoes: u64,
+    /// Placements made while every candidate was overloaded (placed anyway).
+    pub overload_all_over: u64,
+    /// Requests refused because every candidate was overloaded (`--worker-overload-shed`).
+    pub overload_shed: u64,
+}
+
+/// Where a decision may place a request after overload protection screened the candidates.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Placement<'a> {
+    /// The candidates placement may use (every available candidate, or those under the
+    /// overload thresholds).
+    pub(crate) cands: &'a [WorkerId],
+    /// Every candidate is overloaded and the policy does not weigh load itself: the
+    /// least-loaded candidate takes a placement (SMG 1.13).
+    pub(crate) least_loaded: bool,
 }
 
 /// Whole seconds of `now`, the pin table's time unit.

@@ -25,6 +25,9 @@ pub enum Error {
     /// No worker that serves the request's model is available.
     #[error("no available workers")]
     NoAvailableWorkers,
+    /// Every worker the request could use is overloaded and `--worker-overload-shed` is on.
+    #[error("every worker that could serve this request is overloaded")]
+    WorkerOverloadShed,
 }
 
 impl Error {

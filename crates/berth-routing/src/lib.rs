@@ -4,7 +4,8 @@
 //! - `key.rs`: deriving a request's routing key (rid lineage, header precedence).
 //! - `tokens.rs`: the `x-smg-routing-tokens` hint.
 //! - `worker.rs`: worker ids, live counters and the immutable [`WorkerSnapshot`] (with the
-//!   consistent-hash ring it builds, `worker/ring.rs`).
+//!   consistent-hash ring it builds, `worker/ring.rs`); `worker/load.rs`: the loads workers
+//!   report ([`WorkerLoads`], polled by the gateway) and SMG's worker overload protection.
 //! - `policy/`: the placement policies (`random`, `round_robin`, `power_of_two`,
 //!   `cache_aware`, `ttft_aware`, `consistent_hashing`, `manual`).
 //! - `assign.rs`: assignment modes for new and failed-over keys.
@@ -57,4 +58,7 @@ pub use retry::is_retryable_status;
 pub use rng::Rng;
 pub use router::Router;
 pub use tokens::{MAX_ROUTING_TOKENS, MAX_ROUTING_TOKENS_BYTES, parse_routing_tokens};
-pub use worker::{WorkerEntry, WorkerId, WorkerSnapshot, WorkerStats};
+pub use worker::{
+    DEFAULT_OVERLOAD_TOKEN_USAGE, DEFAULT_OVERLOAD_WAITING_REQUESTS, OverloadConfig, Screen,
+    WorkerEntry, WorkerId, WorkerLoad, WorkerLoads, WorkerSnapshot, WorkerStats,
+};

@@ -6,7 +6,7 @@
 
 use crate::key::{DEFAULT_KEY_SOURCES, DEFAULT_ROUTING_KEY_HEADER, KeyConfig, parse_sources};
 use crate::policy::{CacheAwareConfig, FeedbackMode, PolicyKind, TtftConfig};
-use crate::{AssignmentMode, Error};
+use crate::{AssignmentMode, Error, OverloadConfig};
 
 /// Default in-flight threshold per key under the override.
 pub const DEFAULT_STICKY_INFLIGHT_CAP: u32 = 2;
@@ -50,6 +50,9 @@ pub struct RouterOptions {
     /// `--cache-feedback`: whether answers' reported cached tokens are read, and whether they
     /// correct the prefix index and the KV estimate (only policies with a prefix index).
     pub cache_feedback: FeedbackMode,
+    /// Worker overload protection (`--worker-overload-*`, SMG 1.13's, on by default): reads the
+    /// loads the gateway polls.
+    pub overload: OverloadConfig,
 }
 
 impl Default for RouterOptions {
@@ -76,6 +79,7 @@ impl Default for RouterOptions {
             sticky_inflight_cap: DEFAULT_STICKY_INFLIGHT_CAP,
             ttft: TtftConfig::default(),
             cache_feedback: FeedbackMode::default(),
+            overload: OverloadConfig::default(),
         }
     }
 }
@@ -116,6 +120,7 @@ pub(crate) struct Validated {
     pub(crate) inflight_cap: u16,
     pub(crate) ttft: TtftConfig,
     pub(crate) feedback: FeedbackMode,
+    pub(crate) overload: OverloadConfig,
 }
 
 impl RouterOptions {
@@ -159,6 +164,19 @@ impl RouterOptions {
             return Err(Error::config("--max-idle-secs", "too large"));
         }
         validate_ttft(&self.ttft)?;
+        if self.overload.waiting_requests == 0 {
+            return Err(Error::config(
+                "--worker-overload-waiting-requests",
+                "must be >= 1 (the comparison is inclusive: 0 would veto every worker)",
+            ));
+        }
+        let usage = self.overload.token_usage;
+        if !(usage > 0.0 && usage <= 1.0) {
+            return Err(Error::config(
+                "--worker-overload-token-usage",
+                "must be in (0, 1] (the comparison is inclusive: 0 would veto every worker)",
+            ));
+        }
         let stickiness = match (self.policy, self.routing_key_override) {
             (PolicyKind::Manual, _) => Stickiness::Manual,
             (PolicyKind::TtftAware | PolicyKind::Agentic, _) => Stickiness::Ttft,
@@ -200,6 +218,7 @@ impl RouterOptions {
             inflight_cap: self.sticky_inflight_cap as u16,
             ttft: self.ttft,
             feedback: self.cache_feedback,
+            overload: self.overload,
         })
     }
 }

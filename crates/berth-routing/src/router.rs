@@ -5,7 +5,8 @@
 //! `sticky.rs` and the request/decision types in `decision.rs`; this file holds the keyless
 //! paths and hands keyed requests to the pinned path.
 //! `router/feedback.rs`: the ticket a decision's lease carries for `--cache-feedback`, and the
-//! answer's report compared with it.
+//! answer's report compared with it; `router/overload.rs`: worker overload protection's
+//! placement candidates and counters.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use crate::assign::AssignmentMode;
 use crate::decision::{
-    BodyPath, Branch, Decision, Lease, Leg, RouteRequest, RouterStats, SweepStep, secs,
+    BodyPath, Branch, Decision, Lease, Leg, Placement, RouteRequest, RouterStats, SweepStep, secs,
 };
 use crate::error::Error;
 use crate::key::HeaderSource;
@@ -29,6 +30,9 @@ use crate::sticky::{Pinned, scoped_key};
 use crate::worker::{WorkerId, WorkerSnapshot};
 
 mod feedback;
+mod overload;
+
+use overload::OverloadCounts;
 
 /// The routing decision maker. Shared by every request (`&self`), cheap to call.
 #[derive(Debug)]
@@ -37,6 +41,7 @@ pub struct Router {
     pub(crate) policy: Policy,
     pub(crate) pins: Arc<PinTable>,
     pub(crate) feedback: Feedback,
+    pub(crate) overload: OverloadCounts,
 }
 
 impl Router {
@@ -49,6 +54,7 @@ impl Router {
             policy,
             pins: Arc::new(PinTable::new(cfg.max_sticky_keys)),
             cfg,
+            overload: OverloadCounts::default(),
         })
     }
 
@@ -198,8 +204,12 @@ impl Router {
         };
         // a session whose last unread turn found less cached than its previous one left is
         // read again, so the index learns what its worker lost (`--cache-feedback on`)
-        pinned.is_some_and(|p| t.pinned_is_fine(snap, cands, WorkerId(p), now))
-            && !self.feedback.session_short(scoped)
+        // (`agentic`: a turn on a worker over its share of the fleet's turns is read too, so the
+        // turn-boundary rebalance can see it)
+        pinned.is_some_and(|p| {
+            t.pinned_is_fine(snap, cands, WorkerId(p), now)
+                && !t.rebalance_due(cands, WorkerId(p), &key.key, model)
+        }) && !self.feedback.session_short(scoped)
     }
 
     /// Decides where one request goes. `now` is monotonic time since an epoch the caller keeps
@@ -232,6 +242,10 @@ impl Router {
         if cands.is_empty() {
             return Err(Error::NoAvailableWorkers);
         }
+        // worker overload protection: placement leaves out workers over the thresholds
+        let predicts = self.cfg.policy.predicts_ttft();
+        let screen = self.cfg.overload.screen(&cands, req.loads, !predicts);
+        let place_on = self.overload.place_on(&screen, &cands, predicts)?;
         let text_bytes = req
             .tokens
             .map(tokens_as_bytes)
@@ -254,9 +268,11 @@ impl Router {
             key,
             snap,
             &cands,
+            place_on,
             now,
             rng,
         )?;
+        self.overload.count(&screen, decision.branch);
         let ticket = self.ticket(
             prior,
             prefix,
@@ -278,6 +294,7 @@ impl Router {
         key: Option<crate::key::RoutingKey>,
         snap: &WorkerSnapshot,
         cands: &[WorkerId],
+        place_on: Placement<'_>,
         now: Duration,
         rng: &mut Rng,
     ) -> Result<Decision, Error> {
@@ -293,7 +310,7 @@ impl Router {
                 prior,
             };
             if let Some(t) = self.policy.ttft() {
-                let eval = t.evaluate(&pick, snap, cands);
+                let eval = t.evaluate(&pick, snap, place_on.cands);
                 let worker = t.place(&eval, rng).ok_or(Error::NoAvailableWorkers)?;
                 let id = t.commit(&pick, &eval, snap, worker);
                 return Ok(Decision {
@@ -303,10 +320,13 @@ impl Router {
                     lease: Lease::new(worker, snap, None).with_prefill(id, t.fleet()),
                 });
             }
-            let worker = self
-                .policy
-                .pick(&pick, snap, cands, rng)
-                .ok_or(Error::NoAvailableWorkers)?;
+            let worker = if place_on.least_loaded {
+                crate::policy::simple::least_loaded(snap, place_on.cands, rng)
+            } else {
+                self.policy
+                    .pick(&pick, snap, place_on.cands, rng)
+                    .ok_or(Error::NoAvailableWorkers)?
+            };
             let branch = self.keeps_pins().then_some(Branch::NoRoutingId);
             return Ok(Decision {
                 worker,
@@ -321,7 +341,9 @@ impl Router {
                 policy: &self.policy,
                 pins: &self.pins,
             }
-            .route(req, text, prefix, prior, key, snap, cands, now, rng),
+            .route(
+                req, text, prefix, prior, key, snap, cands, place_on, now, rng,
+            ),
             None => Err(Error::NoAvailableWorkers),
         }
     }
@@ -375,6 +397,9 @@ impl Router {
             prefix_index: self.policy.index_stats(),
             ttft_workers: Vec::new(),
             agentic_ledger: self.policy.ledger_stats(),
+            overload_vetoes: self.overload.totals().0,
+            overload_all_over: self.overload.totals().1,
+            overload_shed: self.overload.totals().2,
         }
     }
 }

@@ -10,7 +10,7 @@ use xxhash_rust::xxh3::xxh3_128;
 use std::sync::Arc;
 
 use crate::assign::AssignmentMode;
-use crate::decision::{Branch, Decision, Lease, Leg, RouteRequest, secs};
+use crate::decision::{Branch, Decision, Lease, Leg, Placement, RouteRequest, secs};
 use crate::error::Error;
 use crate::key::RoutingKey;
 use crate::options::{Stickiness, Validated};
@@ -60,6 +60,7 @@ impl Pinned<'_> {
         key: RoutingKey,
         snap: &WorkerSnapshot,
         cands: &[WorkerId],
+        place_on: Placement<'_>,
         now: std::time::Duration,
         rng: &mut Rng,
     ) -> Result<Decision, Error> {
@@ -88,10 +89,31 @@ impl Pinned<'_> {
         // request's queue entry all use that one evaluation.
         let ttft = self.policy.ttft();
         let eval = ttft.map(|t| t.evaluate(&pick, snap, cands));
+        // overload protection: placement and moves use only the screened candidates (a pinned
+        // turn still reaches its own worker)
+        let screened = |keep: Option<WorkerId>| {
+            eval.as_ref().map(|e| {
+                if place_on.cands.len() == cands.len() {
+                    std::borrow::Cow::Borrowed(e)
+                } else {
+                    std::borrow::Cow::Owned(e.restricted(|w| {
+                        Some(w) == keep || place_on.cands.binary_search(&w).is_ok()
+                    }))
+                }
+            })
+        };
         let place = |rng: &mut Rng| {
-            let placed = match (ttft, &eval, self.cfg.mode) {
-                (Some(t), Some(e), AssignmentMode::Delegate) => t.place(e, rng),
-                _ => self.cfg.mode.pick(self.policy, &pick, snap, cands, rng),
+            let placed = match (ttft, screened(None), self.cfg.mode) {
+                (Some(t), Some(e), AssignmentMode::Delegate) => t.place(&e, rng),
+                _ if place_on.least_loaded => Some(crate::policy::simple::least_loaded(
+                    snap,
+                    place_on.cands,
+                    rng,
+                )),
+                _ => self
+                    .cfg
+                    .mode
+                    .pick(self.policy, &pick, snap, place_on.cands, rng),
             };
             placed.ok_or(Error::NoAvailableWorkers)
         };
@@ -158,8 +180,8 @@ impl Pinned<'_> {
                     Some(i) => {
                         let pinned = WorkerId(e.workers[i]);
                         let target = may_move
-                            .zip(eval.as_ref())
-                            .and_then(|(t, ev)| t.move_target(ev, pinned, rng));
+                            .zip(screened(Some(pinned)))
+                            .and_then(|(t, ev)| t.move_target(&ev, pinned, rng));
                         match target {
                             Some(to) => {
                                 // the new worker becomes primary, the old one its failover

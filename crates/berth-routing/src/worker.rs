@@ -16,9 +16,14 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 use index::SlotIndex;
+pub use load::{
+    DEFAULT_OVERLOAD_TOKEN_USAGE, DEFAULT_OVERLOAD_WAITING_REQUESTS, OverloadConfig, Screen,
+    WorkerLoad, WorkerLoads,
+};
 pub(crate) use ring::Ring;
 
 mod index;
+mod load;
 mod ring;
 
 /// A worker's dense id. Ids are never reused while the gateway runs, so a pin that names a

@@ -32,6 +32,8 @@ pub(crate) struct Engine {
     running: AtomicUsize,
     decoding: AtomicUsize,
     queued_tokens: AtomicU64,
+    /// Prompt tokens of running requests beyond their cached prefix (the KV they allocate).
+    running_new_tokens: AtomicU64,
 }
 
 impl Engine {
@@ -45,6 +47,7 @@ impl Engine {
             running: AtomicUsize::new(0),
             decoding: AtomicUsize::new(0),
             queued_tokens: AtomicU64::new(0),
+            running_new_tokens: AtomicU64::new(0),
         }
     }
 
@@ -65,6 +68,19 @@ impl Engine {
             (kv.used_blocks() * BLOCK_TOKENS) as u64,
             (kv.capacity_blocks() * BLOCK_TOKENS) as u64,
         )
+    }
+
+    /// KV tokens running requests use, as SGLang counts them for `token_usage`: the cached blocks
+    /// they have pinned plus the uncached part of their prompts, at most the capacity. Cached
+    /// blocks nobody uses are evictable and do not count.
+    pub(crate) fn kv_in_use_tokens(&self) -> u64 {
+        let (pinned, capacity) = {
+            let kv = self.lock_kv();
+            (kv.pinned_blocks(), kv.capacity_blocks())
+        };
+        let pinned = (pinned * BLOCK_TOKENS) as u64;
+        let new = self.running_new_tokens.load(Ordering::Relaxed);
+        (pinned + new).min((capacity * BLOCK_TOKENS) as u64)
     }
 
     /// Prompt tokens of queued requests.
@@ -107,12 +123,16 @@ impl Engine {
         // At least one prompt token is always computed, as in real engines.
         let max_blocks = prompt.len().saturating_sub(1) / BLOCK_TOKENS;
         let matched = self.lock_kv().acquire(&hashes, max_blocks);
+        let new_tokens = prompt.len().saturating_sub(matched * BLOCK_TOKENS) as u64;
+        self.running_new_tokens
+            .fetch_add(new_tokens, Ordering::Relaxed);
         Ok(Job {
             engine: Arc::clone(self),
             model: model.to_owned(),
             prompt,
             hashes,
             matched,
+            new_tokens,
             queue_wait,
             prefill_time: Duration::ZERO,
             decoding: false,
@@ -162,6 +182,8 @@ pub(crate) struct Job {
     prompt: Vec<Token>,
     hashes: Vec<u64>,
     matched: usize,
+    /// Prompt tokens past the cached prefix, counted in `Engine::running_new_tokens`.
+    new_tokens: u64,
     queue_wait: Duration,
     prefill_time: Duration,
     decoding: bool,
@@ -247,6 +269,9 @@ impl Drop for Job {
             self.engine.decoding.fetch_sub(1, Ordering::Relaxed);
         }
         self.engine.running.fetch_sub(1, Ordering::Relaxed);
+        self.engine
+            .running_new_tokens
+            .fetch_sub(self.new_tokens, Ordering::Relaxed);
     }
 }
 

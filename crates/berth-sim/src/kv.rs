@@ -67,6 +67,11 @@ impl KvCache {
         self.entries.len()
     }
 
+    /// Blocks a running request uses (pinned; the rest are evictable).
+    pub fn pinned_blocks(&self) -> usize {
+        self.entries.len() - self.lru.len()
+    }
+
     /// Most blocks the cache can hold.
     pub fn capacity_blocks(&self) -> usize {
         self.capacity_blocks

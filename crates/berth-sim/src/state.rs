@@ -84,6 +84,7 @@ impl Shared {
             running: self.engine.running() as u64,
             queued: self.engine.queued() as u64,
             kv_used_tokens: kv_used,
+            kv_in_use_tokens: self.engine.kv_in_use_tokens(),
             kv_capacity_tokens: kv_capacity,
         }
     }

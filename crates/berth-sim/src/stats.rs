@@ -25,8 +25,10 @@ pub struct SimStats {
     pub running: u64,
     /// Requests queued now.
     pub queued: u64,
-    /// Tokens held in the KV cache now.
+    /// Tokens held in the KV cache now (cached blocks, evictable ones included).
     pub kv_used_tokens: u64,
+    /// KV tokens running requests use now (SGLang's `num_used_tokens`: evictable cache left out).
+    pub kv_in_use_tokens: u64,
     /// KV cache capacity in tokens.
     pub kv_capacity_tokens: u64,
 }

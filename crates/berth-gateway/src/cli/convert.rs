@@ -49,6 +49,16 @@ impl GatewayConfig {
                 .parse::<FeedbackMode>()
                 .map_err(|e| GatewayError::Config(e.to_string()))?;
         }
+        set(
+            &mut r.overload.waiting_requests,
+            args.worker_overload_waiting_requests,
+        );
+        set(
+            &mut r.overload.token_usage,
+            args.worker_overload_token_usage,
+        );
+        r.overload.enabled = !args.disable_worker_overload_protection;
+        r.overload.shed = args.worker_overload_shed;
         set(&mut r.max_sticky_keys, args.max_sticky_keys);
         set(&mut r.sticky_inflight_cap, args.sticky_inflight_cap);
         let t = &mut r.ttft;
@@ -91,6 +101,11 @@ impl GatewayConfig {
             &mut c.health.success_threshold,
             args.health_success_threshold,
         );
+        set(
+            &mut c.load_monitor.interval,
+            args.load_monitor_interval.map(Duration::from_secs),
+        );
+        c.load_monitor.always = !args.disable_load_monitoring;
         set(
             &mut c.worker_startup_timeout,
             args.worker_startup_timeout_secs.map(Duration::from_secs),

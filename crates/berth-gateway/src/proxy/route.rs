@@ -60,6 +60,7 @@ impl<'a> RouteFacts<'a> {
         view: &View,
         exclude: &[WorkerId],
     ) -> Result<Decision, RouteError> {
+        let loads = state.registry.loads();
         let req = RouteRequest {
             rid: self.rid,
             headers: &self.headers,
@@ -71,6 +72,7 @@ impl<'a> RouteFacts<'a> {
             prefix: self.prefix,
             exclude,
             stream: self.stream,
+            loads: loads.as_deref(),
         };
         let now = state.clock.now();
         with_rng(|rng| router.route(&req, &view.snapshot, now, rng))
@@ -91,6 +93,9 @@ pub(crate) fn route_error(state: &AppState, router: &Router, e: RouteError) -> G
             }
             GatewayError::NoAvailableWorkers
         }
+        RouteError::WorkerOverloadShed => GatewayError::WorkerOverloadShed {
+            retry_after_secs: state.config.load_monitor.interval.as_secs().max(1),
+        },
         RouteError::Config { .. } => GatewayError::Config(e.to_string()),
     }
 }

@@ -8,15 +8,19 @@
 //! - `settings.rs`: breaker and health-check settings.
 //! - `checks.rs`: the health-check task: steady probes of healthy workers, fast probes with
 //!   backoff of the others, and the log of start-up workers still awaited.
+//! - `loads.rs`: the load monitor (`GET /v1/loads` of every worker, SMG 1.13's), published as
+//!   the immutable `WorkerLoads` routing reads.
 
 mod checks;
 mod health;
+mod loads;
 mod settings;
 mod view;
 mod worker;
 
 pub(crate) use checks::spawn_health_checks;
 pub(crate) use health::{first_round, join, register_startup};
-pub use settings::{BreakerSettings, HealthSettings};
+pub(crate) use loads::spawn_load_monitor;
+pub use settings::{BreakerSettings, HealthSettings, LoadMonitorSettings};
 pub(crate) use view::{Registry, View};
 pub(crate) use worker::Worker;

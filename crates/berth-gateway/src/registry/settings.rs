@@ -25,3 +25,21 @@ pub struct HealthSettings {
     /// Consecutive good probes that bring it back (`--health-success-threshold`).
     pub success_threshold: u32,
 }
+
+/// The load monitor (SMG 1.13's load monitoring).
+#[derive(Clone, Debug)]
+pub struct LoadMonitorSettings {
+    /// Time between polls of every worker's `GET /v1/loads` (`--load-monitor-interval`).
+    pub interval: Duration,
+    /// Poll even when nothing routes on the loads (only the `berth_worker_waiting_requests`
+    /// and `berth_worker_token_usage` gauges read them); off with `--disable-load-monitoring`.
+    pub always: bool,
+}
+
+impl LoadMonitorSettings {
+    /// Whether the monitor runs: always by default, else only when routing reads the loads
+    /// (`overload`: worker overload protection is on; `policy_reads`: the policy uses them).
+    pub fn runs(&self, overload: bool, policy_reads: bool) -> bool {
+        self.always || overload || policy_reads
+    }
+}

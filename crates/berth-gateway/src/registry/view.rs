@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 
 use super::settings::{BreakerSettings, HealthSettings};
 use super::worker::{Worker, WorkerState};
@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::error::GatewayError;
 use crate::routing::{
     Breaker, BreakerConfig, BreakerState, HealthTracker, Outcome, WorkerEntry, WorkerId,
-    WorkerSnapshot,
+    WorkerLoads, WorkerSnapshot,
 };
 
 /// A tracker for a new worker: healthy, or (when its start-up probes failed) unhealthy, so it
@@ -60,6 +60,9 @@ pub(crate) struct Registry {
     breaker: BreakerSettings,
     health: HealthSettings,
     pub(crate) clock: Arc<Clock>,
+    /// The workers' loads as last polled (`registry/loads.rs`); `None` until the first round,
+    /// and always when nothing polls.
+    loads: ArcSwapOption<WorkerLoads>,
 }
 
 impl Registry {
@@ -71,7 +74,18 @@ impl Registry {
             breaker,
             health,
             clock,
+            loads: ArcSwapOption::empty(),
         }
+    }
+
+    /// The workers' loads as last polled, if the load monitor runs.
+    pub(crate) fn loads(&self) -> Option<Arc<WorkerLoads>> {
+        self.loads.load_full()
+    }
+
+    /// Publishes a poll round's loads.
+    pub(crate) fn set_loads(&self, loads: WorkerLoads) {
+        self.loads.store(Some(Arc::new(loads)));
     }
 
     /// Numbers this registry's workers from `first` on (a second pool, e.g. PD prefill workers,

@@ -201,6 +201,18 @@ impl GatewayBuilder {
             state.config.worker_startup_timeout,
         );
         let mut health = vec![health];
+        let router = &state.config.router;
+        if state.config.load_monitor.runs(
+            router.overload.enabled,
+            router.policy == crate::routing::PolicyKind::Agentic,
+        ) {
+            health.push(registry::spawn_load_monitor(
+                state.registry.clone(),
+                client.clone(),
+                state.config.load_monitor.interval,
+                state.config.health.timeout,
+            ));
+        }
         if let Some(pd) = &state.pd {
             health.push(
                 pd.start_health(

@@ -11,6 +11,7 @@
 //! client whose streamed body failed (too slow, too large, gone) failed the attempt itself:
 //! nothing is reported. Whether to retry is the dispatcher's decision.
 
+use std::pin::pin;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -106,7 +107,11 @@ impl Upstream<'_> {
             .map_err(AttemptError::Request)?
             .ok_or_else(not_resendable)?;
         let send = |up, reuse| self.pool.send(target.id, target.addr, up, reuse);
-        let mut sent = response_within(send(up, Reuse::Pooled), self.timeout, upload).await;
+        // each send is pinned in its own block, so the two share their place in this future
+        let mut sent = {
+            let pooled = pin!(send(up, Reuse::Pooled));
+            response_within(pooled, self.timeout, upload).await
+        };
         // A reused connection that failed before any response byte was most likely closed by
         // the worker after its previous reply (llama-server does so after every stream).
         if matches!(&sent, Some(Err(e)) if e.reused)
@@ -115,7 +120,10 @@ impl Upstream<'_> {
         {
             self.metrics.stale_resends.inc();
             tracing::debug!(worker = %target.url, "reused connection closed before answering; re-sending on a fresh one");
-            sent = response_within(send(up, Fresh), self.timeout, upload).await;
+            sent = {
+                let fresh = pin!(send(up, Fresh));
+                response_within(fresh, self.timeout, upload).await
+            };
         }
         // A client that was too slow, sent too much or went away failed the attempt itself: no
         // breaker failure, no retry, no upstream error.

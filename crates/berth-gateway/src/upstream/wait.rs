@@ -9,18 +9,22 @@
 //! and answered 408 by the caller.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use super::replay::Replayable;
 
 /// `fut` (the send of one attempt) within `timeout` counted from the end of the upload;
 /// `None` when the worker ran out of time.
+///
+/// `fut` comes pinned by the caller: taken by value, the send's future would be stored twice
+/// in this one's state (as the argument and as the pinned local), and every future above it
+/// on the request path, each moved at least once per request, would carry the copy.
 pub(crate) async fn response_within<F: Future>(
-    fut: F,
+    mut fut: Pin<&mut F>,
     timeout: Duration,
     upload: Option<&Replayable>,
 ) -> Option<F::Output> {
-    tokio::pin!(fut);
     if let Some(body) = upload {
         let mut done = body.upload_done();
         let mut check_at = tokio::time::Instant::now() + timeout;

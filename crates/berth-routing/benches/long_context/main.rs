@@ -118,6 +118,7 @@ impl Index for New {
             body: None,
             exclude: &[],
             stream: Some(true),
+            loads: None,
         };
         let d = self
             .router

@@ -95,6 +95,8 @@ pub(crate) struct Estimate {
     pub(crate) cached_chars: usize,
     /// `agentic`: the tokens the worker's live sessions hold (the session ledger).
     pub(crate) kv_set: f64,
+    /// `agentic`: the turns per second the worker's live sessions send (the session ledger).
+    pub(crate) turn_rate: f64,
     /// The worker's KV capacity in tokens (infinite when it did not say).
     pub(crate) kv_cap: f64,
     /// The worker's prefill cost per token, ms (what an eviction costs when the evicted
@@ -111,12 +113,28 @@ pub(crate) struct Evaluation {
     pub(crate) prompt_tokens: f64,
     /// Tokens of the prompt's prefix that every candidate holds (worth nothing to placement).
     pub(crate) common_tokens: f64,
+    /// `agentic`: the request's session's turns per second and the turns it took before this
+    /// one (zeros for a new or keyless one).
+    pub(crate) session_rate: (f64, u32),
     pub(crate) estimates: Vec<Estimate>,
 }
 
 impl Evaluation {
     pub(crate) fn of(&self, w: WorkerId) -> Option<&Estimate> {
         self.estimates.iter().find(|e| e.worker == w)
+    }
+
+    /// The same evaluation over the candidates `keep` accepts (overload protection).
+    pub(crate) fn restricted(&self, keep: impl Fn(WorkerId) -> bool) -> Self {
+        Self {
+            estimates: self
+                .estimates
+                .iter()
+                .filter(|e| keep(e.worker))
+                .copied()
+                .collect(),
+            ..*self
+        }
     }
 }
 
@@ -129,7 +147,7 @@ pub(crate) struct TtftAware {
     index: SharedIndex,
     fleet: Arc<FleetCost>,
     /// `agentic`'s session ledger (`None`: plain `ttft_aware`).
-    ledger: Option<Mutex<Ledger>>,
+    ledger: Option<Box<Mutex<Ledger>>>,
 }
 
 fn ms(now: Duration) -> f64 {
@@ -151,7 +169,7 @@ impl TtftAware {
     /// session-cost rules of `ttft/agentic.rs`.
     pub(crate) fn agentic(cfg: TtftConfig, cache: CacheAwareConfig) -> Self {
         Self {
-            ledger: Some(Mutex::new(Ledger::default())),
+            ledger: Some(Box::default()),
             ..Self::new(cfg, cache)
         }
     }
@@ -163,15 +181,42 @@ impl TtftAware {
             .map(|l| l.lock().unwrap_or_else(PoisonError::into_inner).stats())
     }
 
-    /// Per candidate, the tokens its live sessions hold (zeros without a ledger).
-    fn working_sets(&self, cands: &[WorkerId]) -> Vec<f64> {
+    /// Per candidate, the tokens its live sessions hold and the turns per second they send,
+    /// and the turns per second of the session `key` (zeros without a ledger).
+    fn working_sets(&self, cands: &[WorkerId], key: Option<u128>) -> (Vec<(f64, f64)>, (f64, u32)) {
         match &self.ledger {
             Some(l) => {
                 let l = l.lock().unwrap_or_else(PoisonError::into_inner);
-                cands.iter().map(|w| l.working_set(*w) as f64).collect()
+                let sets = cands
+                    .iter()
+                    .map(|w| (l.working_set(*w) as f64, l.turn_rate(*w)))
+                    .collect();
+                (sets, key.map_or((0.0, 0), |k| l.session_rate(k)))
             }
-            None => vec![0.0; cands.len()],
+            None => (vec![(0.0, 0.0); cands.len()], (0.0, 0)),
         }
+    }
+
+    /// `agentic`: whether session `key` may move off `pinned` by the turn-boundary rebalance
+    /// (`agentic.rs`): it is a long one and `pinned`'s live sessions send clearly more than
+    /// their share of the fleet's turns, so its turn must be read, not streamed unread.
+    pub(crate) fn rebalance_due(
+        &self,
+        cands: &[WorkerId],
+        pinned: WorkerId,
+        key: &str,
+        model: Option<&str>,
+    ) -> bool {
+        let Some(l) = &self.ledger else {
+            return false;
+        };
+        let l = l.lock().unwrap_or_else(PoisonError::into_inner);
+        let (rate, turns) = l.session_rate(ledger::session_key(key, model));
+        if rate <= 0.0 || turns < agentic::REBALANCE_MIN_TURNS {
+            return false;
+        }
+        let rates: Vec<f64> = cands.iter().map(|w| l.turn_rate(*w)).collect();
+        agentic::over_share(l.turn_rate(pinned), &rates)
     }
 
     pub(crate) fn index_stats(&self) -> IndexStats {
@@ -242,13 +287,17 @@ impl TtftAware {
         };
         let prompt = text.as_ref().map_or(0.0, |t| t.text_len() as f64 / per);
         let common = matched.iter().copied().min().unwrap_or(0) as f64 / per;
-        let sets = self.working_sets(cands);
+        let session = match (&self.ledger, req.key) {
+            (Some(_), Some(k)) => Some(ledger::session_key(k, req.model)),
+            _ => None,
+        };
+        let (sets, session_rate) = self.working_sets(cands, session);
         let estimates = cands
             .iter()
             .zip(matched)
             .zip(sizes)
             .zip(sets)
-            .map(|(((&w, m), cached_chars), kv_set)| {
+            .map(|(((&w, m), cached_chars), (kv_set, turn_rate))| {
                 let Some(stats) = snap.stats(w) else {
                     return Estimate {
                         worker: w,
@@ -260,6 +309,7 @@ impl TtftAware {
                         },
                         cached_chars,
                         kv_set,
+                        turn_rate,
                         kv_cap: f64::INFINITY,
                         per_token_ms: fleet.per_token_ms,
                     };
@@ -277,6 +327,7 @@ impl TtftAware {
                     prediction,
                     cached_chars,
                     kv_set,
+                    turn_rate,
                     kv_cap: stats
                         .kv_capacity_tokens()
                         .map_or(f64::INFINITY, |t| t as f64),
@@ -288,6 +339,7 @@ impl TtftAware {
             with_text: text.is_some(),
             prompt_tokens: prompt,
             common_tokens: common.min(prompt),
+            session_rate,
             estimates,
         }
     }

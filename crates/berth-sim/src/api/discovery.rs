@@ -71,7 +71,7 @@ pub(crate) fn server_info(shared: &Arc<Shared>) -> SimResponse {
             "internal_states": [{
                 "num_running_reqs": stats.running,
                 "num_waiting_reqs": stats.queued,
-                "token_usage": token_usage(stats.kv_used_tokens, stats.kv_capacity_tokens),
+                "token_usage": token_usage(stats.kv_in_use_tokens, stats.kv_capacity_tokens),
             }],
         }),
     )
@@ -117,11 +117,11 @@ pub(crate) fn loads(shared: &Arc<Shared>) -> SimResponse {
         "num_running_reqs": stats.running,
         "num_waiting_reqs": stats.queued,
         "num_waiting_uncached_tokens": queued_tokens,
-        "num_used_tokens": stats.kv_used_tokens,
-        "num_total_tokens": stats.kv_used_tokens + queued_tokens,
+        "num_used_tokens": stats.kv_in_use_tokens,
+        "num_total_tokens": stats.kv_in_use_tokens + queued_tokens,
         "max_total_num_tokens": stats.kv_capacity_tokens,
         "max_running_requests": shared.config.max_running,
-        "token_usage": token_usage(stats.kv_used_tokens, stats.kv_capacity_tokens),
+        "token_usage": token_usage(stats.kv_in_use_tokens, stats.kv_capacity_tokens),
         "gen_throughput": 0.0,
         "cache_hit_rate": hit_rate,
         "utilization": 0.0,

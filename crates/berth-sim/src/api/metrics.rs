@@ -26,7 +26,7 @@ pub(crate) fn render(shared: &Arc<Shared>) -> SimResponse {
     let usage = if s.kv_capacity_tokens == 0 {
         0.0
     } else {
-        s.kv_used_tokens as f64 / s.kv_capacity_tokens as f64
+        s.kv_in_use_tokens as f64 / s.kv_capacity_tokens as f64
     };
     let rows: [(&str, &str, &str, String); 10] = [
         (
@@ -44,14 +44,14 @@ pub(crate) fn render(shared: &Arc<Shared>) -> SimResponse {
         (
             "sglang:token_usage",
             "gauge",
-            "Fraction of the KV cache in use.",
+            "Fraction of the KV cache running requests use (evictable cache not counted).",
             format!("{usage}"),
         ),
         (
             "sglang:num_used_tokens",
             "gauge",
-            "Tokens held in the KV cache.",
-            s.kv_used_tokens.to_string(),
+            "KV tokens running requests use.",
+            s.kv_in_use_tokens.to_string(),
         ),
         (
             "sglang:cache_hit_rate",

@@ -110,3 +110,29 @@ async fn time_scale_zero_is_instant_and_dropped_jobs_release() {
     assert_eq!(engine.running(), 0);
     assert_eq!(engine.queued_tokens(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn kv_in_use_counts_running_requests_only_as_sglang_does() {
+    let engine = engine(8);
+    let prompt = long_prompt("u");
+    run(&engine, &prompt, 4).await;
+    let (cached, _) = engine.kv_tokens();
+    assert!(cached > 0, "the finished prompt stays cached");
+    assert_eq!(
+        engine.kv_in_use_tokens(),
+        0,
+        "cache nobody uses is evictable"
+    );
+
+    let tokens = tokenize(&format!("{prompt} and a new question"));
+    let n = tokens.len() as u64;
+    let job = engine.admit("m", tokens).await.unwrap();
+    assert!(job.cached_tokens() > 0);
+    assert_eq!(
+        engine.kv_in_use_tokens(),
+        n,
+        "a running request uses its cached prefix (pinned) and its new tokens"
+    );
+    drop(job);
+    assert_eq!(engine.kv_in_use_tokens(), 0);
+}

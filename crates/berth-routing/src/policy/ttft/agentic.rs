@@ -26,11 +26,46 @@
 //!   whole history and falls towards 1 with the share of it the worker has evicted (the prefix
 //!   index, bounded by the worker's KV capacity, tells): a history that must be prefilled
 //!   again anyway loses nothing by moving, so only the costs decide.
-//! - **Imbalance** is read in prefill work (the queued tokens in `TTFT`) and KV occupancy (the
-//!   overflow), not in requests in flight.
+//! - **Turn-boundary rebalance.** Sessions are placed when they start, but how many turns each
+//!   will send is unknown then (3 to 60 on a coding-agent trace), so a worker can end up with
+//!   the chatty ones. The ledger keeps each session's turn rate and each worker's sum
+//!   (`ledger.rs`). When a session's worker sends more than [`REBALANCE_OVER`] times the
+//!   candidates' mean rate, its turn moves to another worker if that is cheap: the copy evicts
+//!   nothing there (the worker's working set has room for it), the history the other worker
+//!   lacks beyond what this one lacks costs no more than `move_margin_ms` of prefill, the
+//!   other worker is not predicted slower than
+//!   staying by more than that margin, and after the move it still sends no more turns than the
+//!   worker left behind (no ping-pong), and only a session that has already taken
+//!   [`REBALANCE_MIN_TURNS`] turns (likely to send many more; moving a short one gains
+//!   nothing). A session whose history is still short, or whose worker already lost it, is
+//!   cheap; a long history stays. A turn pinned to such a worker is read (not streamed unread)
+//!   so the rule can see it.
+//! - **Imbalance** is read in prefill work (the queued tokens in `TTFT`), KV occupancy (the
+//!   overflow) and the sessions' turn rates, not in requests in flight; workers over SMG's
+//!   waiting-queue overload threshold (polled from the engine) are left out of placement and moves
+//!   (`worker/load.rs`).
 
 use super::{Estimate, Evaluation, TIE_MS, TIE_REL, TtftConfig};
 use crate::{Rng, WorkerId};
+
+/// A worker whose live sessions send more than this multiple of the candidates' mean turn
+/// rate sheds sessions that are cheap to move.
+pub(crate) const REBALANCE_OVER: f64 = 1.1;
+
+/// Only a session that has taken at least this many turns is moved by the rebalance: one
+/// that has sent a few is likely to send many more (the imbalance comes from long sessions),
+/// while moving a short one gains nothing and costs its cache.
+pub(crate) const REBALANCE_MIN_TURNS: u32 = 8;
+
+/// Whether a worker sending `rate` turns per second is over its share of `rates` (every
+/// candidate's, itself included).
+pub(crate) fn over_share(rate: f64, rates: &[f64]) -> bool {
+    if rates.len() < 2 {
+        return false;
+    }
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    mean > 0.0 && rate > REBALANCE_OVER * mean
+}
 
 /// Tokens the prompt would evict on `e`'s worker.
 fn overflow(e: &Estimate) -> f64 {
@@ -83,7 +118,37 @@ pub(crate) fn move_target(
     let here = eval.of(pinned)?;
     let to = cheapest(eval.estimates.iter().filter(|e| e.worker != pinned), rng)?;
     let factor = 1.0 + (cfg.move_factor - 1.0) * held_share(eval, here);
-    (here.prediction.ttft_ms > factor * cost(to) + cfg.move_margin_ms).then_some(to.worker)
+    if here.prediction.ttft_ms > factor * cost(to) + cfg.move_margin_ms {
+        return Some(to.worker);
+    }
+    rebalance(cfg, eval, here, rng)
+}
+
+/// The turn-boundary rebalance (module docs): where a cheap session of an over-share worker
+/// goes, if anywhere.
+fn rebalance(
+    cfg: &TtftConfig,
+    eval: &Evaluation,
+    here: &Estimate,
+    rng: &mut Rng,
+) -> Option<WorkerId> {
+    let (s, turns) = eval.session_rate;
+    if s <= 0.0 || turns < REBALANCE_MIN_TURNS || !eval.with_text {
+        return None;
+    }
+    let rates: Vec<f64> = eval.estimates.iter().map(|e| e.turn_rate).collect();
+    if !over_share(here.turn_rate, &rates) {
+        return None;
+    }
+    let fits = |e: &&Estimate| {
+        let copy = (e.own_tokens - here.own_tokens).max(0.0);
+        e.worker != here.worker
+            && e.turn_rate + s <= here.turn_rate - s
+            && overflow(e) <= 0.0
+            && copy * e.per_token_ms <= cfg.move_margin_ms
+            && cost(e) <= here.prediction.ttft_ms + cfg.move_margin_ms
+    };
+    cheapest(eval.estimates.iter().filter(fits), rng).map(|e| e.worker)
 }
 
 /// The share of the prompt `e`'s worker still holds (1 when the prompt is unknown).

@@ -14,6 +14,11 @@
 //! ended stop counting about as fast as the traffic turns over, whether turns come every 200 ms
 //! or every minute.
 //!
+//! Each session also carries its *turn rate* (turns per second: the inverse of its own typical
+//! gap between turns, the fleet's typical gap until it has one), and each worker the sum over
+//! its live sessions: the share of the fleet's turns the worker can expect, what `agentic`'s
+//! turn-boundary rebalance reads (`agentic.rs`).
+//!
 //! Bounded: at most [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
 //! expiry queue at most [`QUEUE_PER_SESSION`] entries per session (a session is queued again
 //! only after a quarter of the live window). Pure: times are milliseconds the caller passes.
@@ -34,6 +39,8 @@ const GAP_RATE: f64 = 0.05;
 pub const MAX_SESSIONS: usize = 1 << 16;
 /// Expiry queue entries per remembered session at most.
 const QUEUE_PER_SESSION: usize = 5;
+/// Weight of a session's newest gap in its own typical gap.
+const SESSION_GAP_RATE: f64 = 0.3;
 
 #[derive(Debug, Clone, Copy)]
 struct Session {
@@ -45,6 +52,12 @@ struct Session {
     last_used: u64,
     /// When the session was last pushed on the expiry queue.
     queued_at: u64,
+    /// Its own typical gap between turns, ms (none before its second turn).
+    gap_ms: Option<f64>,
+    /// Turns per second counted on its worker.
+    rate: f64,
+    /// Turns recorded.
+    turns: u32,
 }
 
 /// The ledger's key of a session: its routing key within its model (a 128-bit hash).
@@ -71,6 +84,8 @@ pub struct LedgerStats {
 pub(crate) struct Ledger {
     sessions: HashMap<u128, Session>,
     per_worker: HashMap<WorkerId, u64>,
+    /// Per worker, the sum of its live sessions' turn rates.
+    rate_per_worker: HashMap<WorkerId, f64>,
     /// (session, when queued), oldest first.
     expiry: VecDeque<(u128, u64)>,
     /// The typical gap between a session's turns, ms (none seen yet: `None`).
@@ -82,6 +97,41 @@ impl Ledger {
     /// The tokens `w`'s live sessions hold.
     pub(crate) fn working_set(&self, w: WorkerId) -> u64 {
         self.per_worker.get(&w).copied().unwrap_or(0)
+    }
+
+    /// The turns per second `w`'s live sessions are expected to send.
+    pub(crate) fn turn_rate(&self, w: WorkerId) -> f64 {
+        self.rate_per_worker.get(&w).copied().unwrap_or(0.0)
+    }
+
+    /// The turns per second of session `key` and the turns it took so far ((0, 0) when
+    /// unknown).
+    pub(crate) fn session_rate(&self, key: u128) -> (f64, u32) {
+        self.sessions
+            .get(&key)
+            .map_or((0.0, 0), |s| (s.rate, s.turns))
+    }
+
+    fn add_rate(&mut self, w: WorkerId, rate: f64) {
+        *self.rate_per_worker.entry(w).or_insert(0.0) += rate;
+    }
+
+    fn sub_rate(&mut self, w: WorkerId, rate: f64) {
+        if let Some(r) = self.rate_per_worker.get_mut(&w) {
+            *r -= rate;
+            // sums of floats drift: what is left of a worker's last session is nothing
+            if *r <= 1e-9 {
+                self.rate_per_worker.remove(&w);
+            }
+        }
+    }
+
+    /// Turns per second of a session whose typical gap is `gap_ms` (the fleet's when the
+    /// session has none yet; 0 while neither is known).
+    fn rate_of(&self, gap_ms: Option<f64>) -> f64 {
+        gap_ms
+            .or(self.gap_ms)
+            .map_or(0.0, |g| 1000.0 / g.max(MIN_LIVE_MS as f64 / LIVE_GAPS))
     }
 
     pub(crate) fn stats(&self) -> LedgerStats {
@@ -107,6 +157,7 @@ impl Ledger {
     fn forget(&mut self, key: u128) {
         if let Some(s) = self.sessions.remove(&key) {
             self.sub(s.worker, s.tokens);
+            self.sub_rate(s.worker, s.rate);
         }
     }
 
@@ -150,9 +201,11 @@ impl Ledger {
         now: u64,
     ) {
         let prev = self.sessions.get(&key).copied();
+        let mut session_gap = None;
         if let Some(p) = prev {
             let gap = now.saturating_sub(p.last_used) as f64;
             self.gap_ms = Some(self.gap_ms.map_or(gap, |g| g + GAP_RATE * (gap - g)));
+            session_gap = Some(p.gap_ms.map_or(gap, |g| g + SESSION_GAP_RATE * (gap - g)));
         }
         self.expire(now);
         let prev = self.sessions.get(&key).copied();
@@ -167,8 +220,11 @@ impl Ledger {
         };
         if let Some(p) = prev {
             self.sub(p.worker, p.tokens);
+            self.sub_rate(p.worker, p.rate);
         }
         self.add(w, tokens);
+        let rate = self.rate_of(session_gap);
+        self.add_rate(w, rate);
         let window = self.live_window_ms();
         let requeue = prev.is_none_or(|p| now.saturating_sub(p.queued_at) >= window / 4);
         let queued_at = if requeue {
@@ -184,6 +240,9 @@ impl Ledger {
                 base,
                 last_used: now,
                 queued_at,
+                gap_ms: session_gap,
+                rate,
+                turns: prev.map_or(1, |p| p.turns.saturating_add(1)),
             },
         );
         if requeue {
@@ -210,98 +269,4 @@ impl Ledger {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const A: WorkerId = WorkerId(0);
-    const B: WorkerId = WorkerId(1);
-
-    #[test]
-    fn a_session_counts_its_last_prompt_on_its_worker() {
-        let mut l = Ledger::default();
-        l.record(1, A, Some(1000), 0, 0);
-        l.record(2, A, Some(500), 0, 1);
-        l.record(3, B, Some(700), 0, 1);
-        assert_eq!((l.working_set(A), l.working_set(B)), (1500, 700));
-        // the next turn replaces the last size, it does not add to it
-        l.record(1, A, Some(1200), 0, 2);
-        assert_eq!(l.working_set(A), 1700);
-        // an unread turn keeps the size
-        l.record(1, A, None, 0, 3);
-        assert_eq!(l.working_set(A), 1700);
-        // a move takes the session's tokens along
-        l.record(1, B, Some(1300), 0, 4);
-        assert_eq!((l.working_set(A), l.working_set(B)), (500, 2000));
-        assert_eq!(l.stats().sessions, 3);
-    }
-
-    #[test]
-    fn a_prefix_its_worker_held_is_counted_once() {
-        let mut l = Ledger::default();
-        // the first session brings a 2000-token system prompt; two more reuse it
-        l.record(1, A, Some(2500), 0, 0);
-        l.record(2, A, Some(2300), 2000, 0);
-        l.record(3, A, Some(2800), 2000, 0);
-        assert_eq!(l.working_set(A), 2500 + 300 + 800);
-        // later turns count what they add past the base; `held` only sets the base once
-        l.record(2, A, Some(2600), 2600, 1);
-        assert_eq!(l.working_set(A), 2500 + 600 + 800);
-        // a move carries the counted tokens to the new worker
-        l.record(3, B, Some(2900), 0, 2);
-        assert_eq!((l.working_set(A), l.working_set(B)), (3100, 900));
-    }
-
-    #[test]
-    fn idle_sessions_stop_counting() {
-        let mut l = Ledger::default();
-        assert_eq!(l.live_window_ms(), MAX_LIVE_MS, "no gap seen yet");
-        l.record(1, A, Some(1000), 0, 0);
-        l.record(2, A, Some(400), 0, 0);
-        // session 2 takes a turn every 500 ms: 4 gaps make a 2 s window; session 1 went quiet
-        for t in (500..=5000).step_by(500) {
-            l.record(2, A, Some(400), 0, t);
-        }
-        assert_eq!(l.live_window_ms(), 2000);
-        assert_eq!(l.working_set(A), 400);
-        assert_eq!(l.stats().sessions, 1);
-        l.expire(7000);
-        assert_eq!(l.working_set(A), 0);
-        assert_eq!(l.stats().sessions, 0);
-        assert!(l.expiry.is_empty());
-        // a session used just after it was queued is still due from its last use
-        l.record(3, B, Some(10), 0, 10_000);
-        l.record(3, B, Some(20), 0, 10_400);
-        let w = l.live_window_ms();
-        l.expire(10_000 + w);
-        assert_eq!(l.working_set(B), 20, "used at 10,400: live for {w} ms more");
-        l.expire(10_400 + w);
-        assert_eq!(l.working_set(B), 0);
-        assert!(l.expiry.is_empty());
-        // the window stays within its bounds
-        for t in 0..200 {
-            l.record(4, A, Some(1), 0, 20_000 + t);
-        }
-        assert_eq!(l.live_window_ms(), MIN_LIVE_MS);
-    }
-
-    #[test]
-    fn sessions_are_keyed_by_key_within_model() {
-        assert_eq!(session_key("k", Some("m")), session_key("k", Some("m")));
-        assert_ne!(session_key("k", Some("m")), session_key("k", Some("n")));
-        assert_ne!(session_key("k", None), session_key("j", None));
-        assert_ne!(session_key("mk", Some("")), session_key("k", Some("m")));
-    }
-
-    #[test]
-    fn the_ledger_is_bounded() {
-        let mut l = Ledger::default();
-        for k in 0..(MAX_SESSIONS as u128 + 10) {
-            l.record(k, A, Some(1), 0, 0);
-        }
-        assert_eq!(l.stats().sessions, MAX_SESSIONS);
-        assert_eq!(l.stats().dropped_full, 10);
-        assert_eq!(l.working_set(A), MAX_SESSIONS as u64);
-        // the oldest went first
-        assert!(!l.sessions.contains_key(&0) && l.sessions.contains_key(&10));
-    }
-}
+mod tests;

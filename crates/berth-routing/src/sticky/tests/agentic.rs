@@ -4,6 +4,7 @@
 
 use super::ttft::{all_but, fresh, route};
 use super::*;
+use crate::BodyPath;
 
 fn agentic() -> Router {
     router(PolicyKind::Agentic, false, None)
@@ -186,4 +187,92 @@ fn a_session_its_worker_evicted_moves_on_costs_alone() {
     // factor is at most 1 + 1000 / 3200 and the bar at most 1.31 x 330 + 200 = 633 ms
     let _held = queue_on(&r, &snap, 0, 5, "queue");
     assert_eq!(turn(2), (WorkerId(1), Some(Branch::TtftMove)));
+}
+
+/// The turn-boundary rebalance: three sessions started on worker 0 and one on worker 1, each
+/// taking a turn every second. Once their turn rates are known, worker 0 sends 3 of the 4
+/// turns a second: a session whose history is short moves (its copy costs about 100 ms of
+/// prefill, under the 200 ms margin), the long ones stay; after one move the workers are even
+/// and nothing else moves. Turns pinned to the over-share worker are read, not streamed unread.
+#[test]
+fn a_cheap_session_leaves_a_worker_over_its_share_of_turns_and_a_long_one_stays() {
+    let f = Fleet::new(2);
+    for s in &f.stats {
+        s.set_kv_capacity_tokens(1_000_000);
+    }
+    let snap = f.snap(&[]);
+    let r = agentic();
+    let mut rng = Rng::seeded(11);
+    let mut histories: Vec<(&str, u32, String)> = vec![
+        ("long-a", 0, fresh("long session a", 5000)),
+        ("short-b", 0, fresh("short session b", 900)),
+        ("long-c", 0, fresh("long session c", 5000)),
+        ("d", 1, fresh("session d", 900)),
+    ];
+    let mut round = |r: &Router, secs: u64, force: bool, rng: &mut Rng| -> Vec<(u32, Branch)> {
+        let now = Duration::from_secs(secs);
+        histories
+            .iter_mut()
+            .map(|(key, w, text)| {
+                text.push_str(&fresh(&format!("{key} turn {secs}"), 50));
+                let exclude = if force {
+                    all_but(WorkerId(*w), 2)
+                } else {
+                    vec![]
+                };
+                let mut d = route(r, &snap, Some(key), text, &exclude, now, rng);
+                d.lease.first_byte(now, false);
+                (d.worker.0, d.branch.unwrap())
+            })
+            .collect()
+    };
+    let body_path = |r: &Router, key: &str, secs: u64| {
+        let pairs = [("x-smg-routing-key", key.as_bytes())];
+        r.request_body_path(
+            &HeaderList(&pairs),
+            false,
+            false,
+            &snap,
+            Duration::from_secs(secs),
+        )
+    };
+    round(&r, 1, true, &mut rng);
+    // the rates become known from the second turns on; worker 0 sends 3 turns a second, the
+    // mean is 2, but a session moves only once it has taken 8 turns (likely a long one), and
+    // until then its turns stream unread
+    for secs in 2..=8 {
+        assert_eq!(
+            body_path(&r, "short-b", secs),
+            BodyPath::Streamed("ttft_pinned")
+        );
+        let stay = round(&r, secs, false, &mut rng);
+        let placed: Vec<(u32, Branch)> = [0, 0, 0, 1]
+            .into_iter()
+            .map(|w| (w, Branch::OccupiedHit))
+            .collect();
+        assert_eq!(stay, placed, "second {secs}");
+    }
+    // long now: the over-share worker's turns are read, the other's still stream unread
+    assert_eq!(body_path(&r, "short-b", 9), BodyPath::Buffered("ttft_text"));
+    assert_eq!(body_path(&r, "d", 9), BodyPath::Streamed("ttft_pinned"));
+    let ninth = round(&r, 9, false, &mut rng);
+    assert_eq!(
+        ninth,
+        [
+            (0, Branch::OccupiedHit),
+            (1, Branch::TtftMove),
+            (0, Branch::OccupiedHit),
+            (1, Branch::OccupiedHit),
+        ]
+    );
+    // even now: every pinned turn streams unread again, and nothing moves
+    assert_eq!(
+        body_path(&r, "long-a", 4),
+        BodyPath::Streamed("ttft_pinned")
+    );
+    let fourth = round(&r, 4, false, &mut rng);
+    assert!(
+        fourth.iter().all(|(_, b)| *b == Branch::OccupiedHit),
+        "{fourth:?}"
+    );
 }

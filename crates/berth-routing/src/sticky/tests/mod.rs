@@ -11,6 +11,7 @@ mod eviction;
 mod failover;
 mod model;
 mod modes;
+mod overload;
 mod properties;
 mod reuse;
 mod spec;
@@ -97,6 +98,7 @@ pub(crate) fn keyed<'a>(headers: &'a HeaderList<'a>) -> RouteRequest<'a> {
         prefix: None,
         exclude: &[],
         stream: None,
+        loads: None,
     }
 }
 

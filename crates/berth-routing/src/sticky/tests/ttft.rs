@@ -40,6 +40,7 @@ pub(super) fn route(
         text: Some(text),
         exclude,
         stream: Some(true),
+        loads: None,
         ..keyed(&h)
     };
     r.route(&req, snap, now, rng).unwrap()

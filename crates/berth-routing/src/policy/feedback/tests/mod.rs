@@ -213,6 +213,7 @@ fn send(r: &Router, snap: &WorkerSnapshot, t: &[u8], key: Option<&str>) -> Optio
         prefix: None,
         exclude: &others,
         stream: Some(false),
+        loads: None,
     };
     let mut d = r
         .route(&req, snap, Duration::from_secs(1), &mut Rng::seeded(3))

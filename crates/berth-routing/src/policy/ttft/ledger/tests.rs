@@ -1,0 +1,127 @@
+//! The session ledger's rules as scripted sequences (times in ms, no clock).
+
+use super::*;
+
+const A: WorkerId = WorkerId(0);
+const B: WorkerId = WorkerId(1);
+
+#[test]
+fn a_session_counts_its_last_prompt_on_its_worker() {
+    let mut l = Ledger::default();
+    l.record(1, A, Some(1000), 0, 0);
+    l.record(2, A, Some(500), 0, 1);
+    l.record(3, B, Some(700), 0, 1);
+    assert_eq!((l.working_set(A), l.working_set(B)), (1500, 700));
+    // the next turn replaces the last size, it does not add to it
+    l.record(1, A, Some(1200), 0, 2);
+    assert_eq!(l.working_set(A), 1700);
+    // an unread turn keeps the size
+    l.record(1, A, None, 0, 3);
+    assert_eq!(l.working_set(A), 1700);
+    // a move takes the session's tokens along
+    l.record(1, B, Some(1300), 0, 4);
+    assert_eq!((l.working_set(A), l.working_set(B)), (500, 2000));
+    assert_eq!(l.stats().sessions, 3);
+}
+
+#[test]
+fn a_prefix_its_worker_held_is_counted_once() {
+    let mut l = Ledger::default();
+    // the first session brings a 2000-token system prompt; two more reuse it
+    l.record(1, A, Some(2500), 0, 0);
+    l.record(2, A, Some(2300), 2000, 0);
+    l.record(3, A, Some(2800), 2000, 0);
+    assert_eq!(l.working_set(A), 2500 + 300 + 800);
+    // later turns count what they add past the base; `held` only sets the base once
+    l.record(2, A, Some(2600), 2600, 1);
+    assert_eq!(l.working_set(A), 2500 + 600 + 800);
+    // a move carries the counted tokens to the new worker
+    l.record(3, B, Some(2900), 0, 2);
+    assert_eq!((l.working_set(A), l.working_set(B)), (3100, 900));
+}
+
+#[test]
+fn idle_sessions_stop_counting() {
+    let mut l = Ledger::default();
+    assert_eq!(l.live_window_ms(), MAX_LIVE_MS, "no gap seen yet");
+    l.record(1, A, Some(1000), 0, 0);
+    l.record(2, A, Some(400), 0, 0);
+    // session 2 takes a turn every 500 ms: 4 gaps make a 2 s window; session 1 went quiet
+    for t in (500..=5000).step_by(500) {
+        l.record(2, A, Some(400), 0, t);
+    }
+    assert_eq!(l.live_window_ms(), 2000);
+    assert_eq!(l.working_set(A), 400);
+    assert_eq!(l.stats().sessions, 1);
+    l.expire(7000);
+    assert_eq!(l.working_set(A), 0);
+    assert_eq!(l.stats().sessions, 0);
+    assert!(l.expiry.is_empty());
+    // a session used just after it was queued is still due from its last use
+    l.record(3, B, Some(10), 0, 10_000);
+    l.record(3, B, Some(20), 0, 10_400);
+    let w = l.live_window_ms();
+    l.expire(10_000 + w);
+    assert_eq!(l.working_set(B), 20, "used at 10,400: live for {w} ms more");
+    l.expire(10_400 + w);
+    assert_eq!(l.working_set(B), 0);
+    assert!(l.expiry.is_empty());
+    // the window stays within its bounds
+    for t in 0..200 {
+        l.record(4, A, Some(1), 0, 20_000 + t);
+    }
+    assert_eq!(l.live_window_ms(), MIN_LIVE_MS);
+}
+
+#[test]
+fn each_worker_carries_the_turn_rate_of_its_live_sessions() {
+    let mut l = Ledger::default();
+    // no gap seen yet: rates unknown
+    l.record(1, A, Some(100), 0, 0);
+    l.record(2, B, Some(100), 0, 0);
+    assert_eq!((l.turn_rate(A), l.turn_rate(B)), (0.0, 0.0));
+    // session 1 takes a turn every 250 ms (4 per second), session 2 every 500 ms
+    for t in 1..=8 {
+        l.record(1, A, Some(100), 0, t * 250);
+        if t % 2 == 0 {
+            l.record(2, B, Some(100), 0, t * 250);
+        }
+    }
+    assert!((l.turn_rate(A) - 4.0).abs() < 1e-9, "{}", l.turn_rate(A));
+    assert!((l.turn_rate(B) - 2.0).abs() < 1e-9, "{}", l.turn_rate(B));
+    assert!((l.session_rate(1).0 - 4.0).abs() < 1e-9);
+    assert_eq!(
+        (l.session_rate(1).1, l.session_rate(2).1, l.session_rate(9)),
+        (9, 5, (0.0, 0))
+    );
+    // a new session counts at the fleet's typical gap until it has its own
+    l.record(3, B, Some(100), 0, 2000);
+    assert!(l.turn_rate(B) > 2.0);
+    // a move takes the rate along; expiry drops it
+    l.record(1, B, Some(100), 0, 2250);
+    assert_eq!(l.turn_rate(A), 0.0);
+    assert!(l.turn_rate(B) > 5.0);
+    l.expire(1_000_000);
+    assert_eq!((l.turn_rate(A), l.turn_rate(B)), (0.0, 0.0));
+}
+
+#[test]
+fn sessions_are_keyed_by_key_within_model() {
+    assert_eq!(session_key("k", Some("m")), session_key("k", Some("m")));
+    assert_ne!(session_key("k", Some("m")), session_key("k", Some("n")));
+    assert_ne!(session_key("k", None), session_key("j", None));
+    assert_ne!(session_key("mk", Some("")), session_key("k", Some("m")));
+}
+
+#[test]
+fn the_ledger_is_bounded() {
+    let mut l = Ledger::default();
+    for k in 0..(MAX_SESSIONS as u128 + 10) {
+        l.record(k, A, Some(1), 0, 0);
+    }
+    assert_eq!(l.stats().sessions, MAX_SESSIONS);
+    assert_eq!(l.stats().dropped_full, 10);
+    assert_eq!(l.working_set(A), MAX_SESSIONS as u64);
+    // the oldest went first
+    assert!(!l.sessions.contains_key(&0) && l.sessions.contains_key(&10));
+}

@@ -215,8 +215,7 @@ impl TtftAware {
         if rate <= 0.0 || turns < agentic::REBALANCE_MIN_TURNS {
             return false;
         }
-        let rates: Vec<f64> = cands.iter().map(|w| l.turn_rate(*w)).collect();
-        agentic::over_share(l.turn_rate(pinned), &rates)
+        agentic::over_share(l.turn_rate(pinned), cands.iter().map(|w| l.turn_rate(*w)))
     }
 
     pub(crate) fn index_stats(&self) -> IndexStats {

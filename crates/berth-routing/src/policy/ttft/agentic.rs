@@ -58,12 +58,16 @@ pub(crate) const REBALANCE_OVER: f64 = 1.1;
 pub(crate) const REBALANCE_MIN_TURNS: u32 = 8;
 
 /// Whether a worker sending `rate` turns per second is over its share of `rates` (every
-/// candidate's, itself included).
-pub(crate) fn over_share(rate: f64, rates: &[f64]) -> bool {
-    if rates.len() < 2 {
+/// candidate's, itself included). Takes the rates as they are read (no collection: the pinned
+/// path asks this on every turn of a long session).
+pub(crate) fn over_share(rate: f64, rates: impl IntoIterator<Item = f64>) -> bool {
+    let (sum, n) = rates
+        .into_iter()
+        .fold((0.0, 0usize), |(sum, n), r| (sum + r, n + 1));
+    if n < 2 {
         return false;
     }
-    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    let mean = sum / n as f64;
     mean > 0.0 && rate > REBALANCE_OVER * mean
 }
 
@@ -136,8 +140,7 @@ fn rebalance(
     if s <= 0.0 || turns < REBALANCE_MIN_TURNS || !eval.with_text {
         return None;
     }
-    let rates: Vec<f64> = eval.estimates.iter().map(|e| e.turn_rate).collect();
-    if !over_share(here.turn_rate, &rates) {
+    if !over_share(here.turn_rate, eval.estimates.iter().map(|e| e.turn_rate)) {
         return None;
     }
     let fits = |e: &&Estimate| {

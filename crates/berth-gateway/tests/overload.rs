@@ -47,6 +47,16 @@ async fn occupy(w: &SimHandle) -> tokio::net::TcpStream {
     s
 }
 
+/// [`occupy`]s `w` and waits until the gateway's load poll has seen its KV usage over 0.8.
+async fn occupy_until_polled(g: &Running, w: &SimHandle) -> tokio::net::TcpStream {
+    let busy = occupy(w).await;
+    eventually("the gateway polled the busy worker's KV usage", || async {
+        usage_of(&metrics(&g.gw).await, w).is_some_and(|u| u >= 0.8)
+    })
+    .await;
+    busy
+}
+
 fn usage_of(m: &str, w: &SimHandle) -> Option<f64> {
     sample(
         m,
@@ -65,11 +75,7 @@ async fn an_overloaded_worker_is_left_out_while_another_is_under() {
     c.router.policy = PolicyKind::RoundRobin;
     c.load_monitor.interval = Duration::from_millis(50);
     let g = start(c).await;
-    let _busy = occupy(&w[0]).await;
-    eventually("the gateway polled w0's KV usage", || async {
-        usage_of(&metrics(&g.gw).await, &w[0]).is_some_and(|u| u >= 0.8)
-    })
-    .await;
+    let _busy = occupy_until_polled(&g, &w[0]).await;
     let m = metrics(&g.gw).await;
     assert!(usage_of(&m, &w[1]).is_some_and(|u| u < 0.8), "{m}");
     assert_eq!(
@@ -105,11 +111,7 @@ async fn protection_can_be_switched_off() {
     c.router.overload.enabled = false;
     c.load_monitor.interval = Duration::from_millis(50);
     let g = start(c).await;
-    let _busy = occupy(&w[0]).await;
-    eventually("the gateway polled w0's KV usage", || async {
-        usage_of(&metrics(&g.gw).await, &w[0]).is_some_and(|u| u >= 0.8)
-    })
-    .await;
+    let _busy = occupy_until_polled(&g, &w[0]).await;
     let mut to_w0 = 0;
     for _ in 0..6 {
         let r = g.client.chat(&[], chat_body(None)).await;

@@ -14,7 +14,6 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 
 /// What a proxied body tells its owner as it goes.
 pub trait Completion: Send + 'static {
@@ -24,7 +23,7 @@ pub trait Completion: Send + 'static {
     fn finish(self);
     /// The worker's body broke off with `error`. `Some(frame)`: send it and end the body
     /// cleanly; `None`: pass the error on (the client sees a broken transfer).
-    fn broken(self, error: &hyper::Error) -> Option<Bytes>;
+    fn broken(self, error: &dyn std::error::Error) -> Option<Bytes>;
     /// Whether the frame just given to [`Completion::on_data`] may go out now; `Pending`
     /// holds it (and everything after it) until the guard is ready (the proxy's guard waits
     /// for a store write this way). Ready by default.
@@ -33,16 +32,17 @@ pub trait Completion: Send + 'static {
     }
 }
 
-/// The body of every response the gateway sends; `G` is the proxy's completion guard.
+/// The body of every response the gateway sends; `G` is the proxy's completion guard, `B` the
+/// worker's body as the upstream layer reads it.
 #[derive(Debug)]
-pub enum ResBody<G: Completion> {
+pub enum ResBody<G: Completion, B: Body> {
     /// A complete body made by the gateway (errors, admin, `/v1/models`).
     Full(Option<Bytes>),
     /// A worker's body, streamed through with its guard.
-    Proxied(Box<ProxiedBody<G>>),
+    Proxied(Box<ProxiedBody<G, B>>),
 }
 
-impl<G: Completion> ResBody<G> {
+impl<G: Completion, B: Body> ResBody<G, B> {
     /// A complete body.
     pub fn full(bytes: impl Into<Bytes>) -> Self {
         Self::Full(Some(bytes.into()))
@@ -54,7 +54,7 @@ impl<G: Completion> ResBody<G> {
     }
 
     /// A worker's body with `guard` attached.
-    pub fn proxied(inner: Incoming, guard: G) -> Self {
+    pub fn proxied(inner: B, guard: G) -> Self {
         Self::Proxied(Box::new(ProxiedBody {
             inner,
             guard: Some(guard),
@@ -79,8 +79,8 @@ impl<G: Completion> ResBody<G> {
 
 /// A worker's response body with its guard attached.
 #[derive(Debug)]
-pub struct ProxiedBody<G: Completion> {
-    inner: Incoming,
+pub struct ProxiedBody<G: Completion, B: Body> {
+    inner: B,
     guard: Option<G>,
     /// A last frame replaced a break: the body is over.
     ended: bool,
@@ -88,7 +88,7 @@ pub struct ProxiedBody<G: Completion> {
     held: Option<Frame<Bytes>>,
 }
 
-impl<G: Completion> Drop for ProxiedBody<G> {
+impl<G: Completion, B: Body> Drop for ProxiedBody<G, B> {
     fn drop(&mut self) {
         // An empty or already-ended body may never be polled to its end by the server.
         if let (true, Some(g)) = (self.inner.is_end_stream(), self.guard.take()) {
@@ -97,9 +97,14 @@ impl<G: Completion> Drop for ProxiedBody<G> {
     }
 }
 
-impl<G: Completion> Body for ResBody<G> {
+impl<G, B> Body for ResBody<G, B>
+where
+    G: Completion,
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::error::Error,
+{
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = B::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
@@ -159,11 +164,11 @@ impl<G: Completion> Body for ResBody<G> {
 }
 
 /// Sends `frame` once the guard releases it, holding it meanwhile.
-fn release<G: Completion>(
-    p: &mut ProxiedBody<G>,
+fn release<G: Completion, B: Body>(
+    p: &mut ProxiedBody<G, B>,
     frame: Frame<Bytes>,
     cx: &mut Context<'_>,
-) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
     if let Some(g) = p.guard.as_mut()
         && g.poll_release(cx).is_pending()
     {

@@ -373,7 +373,7 @@ impl GatewayError {
     }
 
     /// The HTTP response for this error: the only place a gateway error becomes HTTP.
-    pub fn to_response<G: Completion>(&self) -> Response<ResBody<G>> {
+    pub fn to_response<G: Completion, B: http_body::Body>(&self) -> Response<ResBody<G, B>> {
         let code = self.code();
         let body = self.body();
         let mut resp = Response::new(ResBody::full(Bytes::from(body.to_string())));

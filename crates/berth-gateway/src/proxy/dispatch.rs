@@ -106,7 +106,7 @@ pub(crate) fn regular<'a>(
             let retry_left =
                 (tried.len() as u32) < state.config.retry_max_retries && held.replayable();
             let failure = match sent {
-                Ok((resp, conn)) => {
+                Ok(resp) => {
                     let status = resp.status().as_u16();
                     // A retryable status: re-send elsewhere if we can, else pass it through untouched.
                     if is_retryable_status(status) && retry_left {
@@ -125,15 +125,7 @@ pub(crate) fn regular<'a>(
                             ChainWatch::new(state, key, worker.id, None, model)
                         })
                         .flatten();
-                    return Ok(respond(
-                        state,
-                        resp,
-                        conn,
-                        &worker_arc,
-                        decision,
-                        start,
-                        chain,
-                    ));
+                    return Ok(respond(state, resp, &worker_arc, decision, start, chain));
                 }
                 Err(AttemptError::Request(e)) => return Err(e),
                 Err(AttemptError::Worker(e)) => e,

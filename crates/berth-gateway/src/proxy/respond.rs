@@ -2,7 +2,7 @@
 //!
 //! The response streams back with `x-smg-routed-worker-id` naming the worker and a
 //! [`RequestGuard`] (the body's completion guard, `body.rs`) that holds the routing lease, the
-//! pooled connection and the admission permit until the body ends (or the client goes).
+//! admission permit until the body ends (or the client goes).
 //!
 //! A worker that breaks off a server-sent-event stream (it died, or cut the connection) is a
 //! failure of that worker (its breaker is told, `smg_router_upstream_stream_errors_total`
@@ -15,7 +15,6 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Response, header};
-use hyper::body::Incoming;
 
 use super::chain::ChainWatch;
 use super::headers::{self, ROUTED_WORKER};
@@ -28,17 +27,15 @@ use crate::metrics::Metrics;
 use crate::registry::{Registry, Worker};
 use crate::routing::{Decision, Lease, Outcome};
 use crate::state::AppState;
-use crate::upstream::Conn;
+use crate::upstream::UpResponse;
 
 /// The body of every response the gateway sends: a worker's body carries a [`RequestGuard`].
-pub(crate) type Body = ResBody<RequestGuard>;
+pub(crate) type Body = ResBody<RequestGuard, UpResponse>;
 
 /// What to do when a proxied response ends (or is abandoned): release and record.
 #[derive(Debug)]
 pub(crate) struct RequestGuard {
     lease: Option<Lease>,
-    /// The worker connection: back to the pool on a clean end, closed otherwise.
-    conn: Option<Conn>,
     start: Instant,
     metrics: Arc<Metrics>,
     /// The routing clock, for the lease's first-byte time (`ttft_aware` learns from it).
@@ -98,18 +95,15 @@ impl Completion for RequestGuard {
         }
     }
 
-    /// The response was read to its end: the connection can serve another request.
+    /// The response was read to its end (the body itself handed its connection back).
     fn finish(mut self) {
-        if let Some(conn) = self.conn.take() {
-            conn.release();
-        }
         if let Some(u) = self.usage.take() {
             u.finish();
         }
     }
 
     /// The worker broke off its response: a failure of the worker.
-    fn broken(mut self, error: &hyper::Error) -> Option<Bytes> {
+    fn broken(mut self, error: &dyn std::error::Error) -> Option<Bytes> {
         self.metrics.stream_errors.inc();
         self.registry.report(&self.worker, Outcome::Failure);
         let sse = self.sse.take()?;
@@ -149,8 +143,7 @@ pub(crate) fn set_sse_style(resp: &mut Response<Body>, style: SseStyle) {
 /// The worker's response as the client's.
 pub(crate) fn respond(
     state: &Arc<AppState>,
-    resp: Response<Incoming>,
-    conn: Conn,
+    resp: Response<UpResponse>,
     worker: &Arc<Worker>,
     mut decision: Decision,
     start: Instant,
@@ -173,7 +166,6 @@ pub(crate) fn respond(
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     let guard = RequestGuard {
         lease: Some(decision.lease),
-        conn: Some(conn),
         start,
         metrics: state.metrics.clone(),
         clock: state.clock.clone(),

@@ -16,14 +16,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use http::{Request, Response};
-use hyper::body::Incoming;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
 use super::addr::WorkerAddr;
 use super::body::UpBody;
-use super::pool::{Conn, Fresh, Pool, Reuse};
+use super::pool::{Fresh, Pool, Reuse, UpResponse};
 use super::replay::Replayable;
 use super::wait::response_within;
 use crate::error::GatewayError;
@@ -96,7 +95,7 @@ impl Upstream<'_> {
         upload: Option<&Replayable>,
         mut request: impl FnMut() -> Result<Option<Request<UpBody>>, GatewayError>,
         report: impl Fn(Outcome),
-    ) -> Result<(Response<Incoming>, Conn), AttemptError> {
+    ) -> Result<Response<UpResponse>, AttemptError> {
         let not_resendable = || {
             AttemptError::Request(GatewayError::UpstreamConnection {
                 worker: target.url.to_owned(),
@@ -131,7 +130,7 @@ impl Upstream<'_> {
             return Err(AttemptError::Request(e));
         }
         let failure = match sent {
-            Some(Ok((resp, conn))) => {
+            Some(Ok(resp)) => {
                 let status = resp.status().as_u16();
                 self.metrics.count(status);
                 report(if status >= 500 {
@@ -139,7 +138,7 @@ impl Upstream<'_> {
                 } else {
                     Outcome::Success
                 });
-                return Ok((resp, conn.uploading(upload)));
+                return Ok(resp);
             }
             Some(Err(e)) => GatewayError::UpstreamConnection {
                 worker: target.url.to_owned(),

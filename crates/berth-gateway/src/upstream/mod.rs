@@ -5,6 +5,8 @@
 //! - `addr.rs`: [`WorkerAddr`], a worker's parsed URL.
 //! - `client.rs`: opening connections (TCP, TLS), and one-off requests for probes and the admin
 //!   fan-out.
+//! - `h1/`: the purpose-built HTTP/1 client of the request path (one exchange on a connection
+//!   the request's own task drives).
 //! - `pool.rs`: keep-alive connections, one pool per IO loop.
 //! - `body.rs`: the request body sent to a worker.
 //! - `replay.rs`: a streamed body, counted against the payload limit and kept (up to a limit)
@@ -17,6 +19,7 @@ mod addr;
 mod attempt;
 mod body;
 mod client;
+mod h1;
 mod pool;
 mod replay;
 mod wait;
@@ -25,5 +28,5 @@ pub use addr::WorkerAddr;
 pub(crate) use attempt::{AttemptError, Target, Upstream, UpstreamMetrics};
 pub(crate) use body::UpBody;
 pub(crate) use client::{HttpClient, TIMED_OUT, get, send_empty};
-pub(crate) use pool::{Conn, Pool};
+pub(crate) use pool::{Pool, UpResponse};
 pub(crate) use replay::Replayable;

@@ -152,14 +152,6 @@ impl Replayable {
         s.client_error.clone().map(GatewayError::ClientBody)
     }
 
-    /// Whether the client has sent its whole body (or the body failed): nothing the
-    /// connection still writes waits on the client. A body of known length is complete once
-    /// its last byte was read, even if nobody polled it for its end.
-    pub(crate) fn upload_finished(&self) -> bool {
-        let s = self.lock();
-        *s.done.borrow() || s.source.as_ref().is_some_and(Body::is_end_stream)
-    }
-
     /// Resolves to `true` once the client's body has ended (completely or not).
     pub(crate) fn upload_done(&self) -> watch::Receiver<bool> {
         self.lock().done.subscribe()

@@ -14,7 +14,6 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use http::{Request, Response, header};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 
 use super::bootstrap::{Bootstrap, fresh_room, with_bootstrap};
 use crate::error::GatewayError;
@@ -31,7 +30,7 @@ use crate::registry::{Registry, Worker};
 use crate::rng::with_rng;
 use crate::routing::{Leg, Outcome, WorkerId, is_retryable_status};
 use crate::state::AppState;
-use crate::upstream::{AttemptError, Conn, Pool, Target, UpBody, Upstream};
+use crate::upstream::{AttemptError, Pool, Target, UpBody, UpResponse, Upstream};
 
 /// Longest prefill error body kept for the gateway's error message.
 const ERROR_BODY_LIMIT: usize = 2048;
@@ -39,7 +38,7 @@ const ERROR_BODY_LIMIT: usize = 2048;
 /// How one pair attempt ended.
 enum Pair {
     /// The prefill ended well and the decode worker answered (any non-retryable status).
-    Done(Response<Incoming>, Conn),
+    Done(Response<UpResponse>),
     /// The prefill leg failed; `retryable` unless the prefill worker refused the request.
     PrefillFailed {
         error: GatewayError,
@@ -48,7 +47,7 @@ enum Pair {
     /// The decode worker could not be reached or timed out.
     DecodeFailed(GatewayError),
     /// The decode worker answered 502/503/504.
-    DecodeRetryable(Response<Incoming>, Conn),
+    DecodeRetryable(Response<UpResponse>),
     /// The request could not be built for a worker: nothing to retry.
     Refused(GatewayError),
 }
@@ -153,14 +152,14 @@ pub(crate) async fn dispatch(
         drop(prefill);
         let retry_left = attempts < state.config.retry_max_retries;
         match outcome {
-            Pair::Done(resp, conn) => {
+            Pair::Done(resp) => {
                 let chain = (endpoint == Endpoint::Responses)
                     .then(|| {
                         let key = decode.key.as_ref().map(|k| k.key.as_str());
                         ChainWatch::new(state, key, dw.id, Some(pw.id), model)
                     })
                     .flatten();
-                return Ok(respond(state, resp, conn, &dw, decode, start, chain));
+                return Ok(respond(state, resp, &dw, decode, start, chain));
             }
             Pair::PrefillFailed { error, retryable } => {
                 tracing::warn!(prefill = %pw.url, %error, "prefill leg failed");
@@ -179,11 +178,11 @@ pub(crate) async fn dispatch(
                 failed = Some(error);
             }
             Pair::Refused(error) => return Err(error),
-            Pair::DecodeRetryable(resp, conn) => {
+            Pair::DecodeRetryable(resp) => {
                 // Passed through when no other decode worker is left (as in regular mode).
                 let others = decode_view.snapshot.candidates(model).len() > tried_decode.len() + 1;
                 if !(retry_left && others) {
-                    return Ok(respond(state, resp, conn, &dw, decode, start, None));
+                    return Ok(respond(state, resp, &dw, decode, start, None));
                 }
                 tried_decode.push(dw.id);
             }
@@ -225,10 +224,8 @@ async fn attempt(
         None => decode.await,
     };
     match decoded {
-        Ok((resp, conn)) if is_retryable_status(resp.status().as_u16()) => {
-            Pair::DecodeRetryable(resp, conn)
-        }
-        Ok((resp, conn)) => Pair::Done(resp, conn),
+        Ok(resp) if is_retryable_status(resp.status().as_u16()) => Pair::DecodeRetryable(resp),
+        Ok(resp) => Pair::Done(resp),
         Err(AttemptError::Worker(error)) => Pair::DecodeFailed(error),
         Err(AttemptError::Request(error)) => Pair::Refused(error),
     }
@@ -252,7 +249,7 @@ async fn run_prefill(
     let report = |o| {
         registry.report(pw, o);
     };
-    let (resp, conn) = match send(upstream, parts, pw, body, report).await {
+    let resp = match send(upstream, parts, pw, body, report).await {
         Ok(sent) => sent,
         Err(AttemptError::Worker(GatewayError::UpstreamTimeout(_))) => {
             return Err((
@@ -284,7 +281,6 @@ async fn run_prefill(
             ));
         }
     };
-    conn.release();
     if (200..300).contains(&status) {
         return Ok(());
     }
@@ -306,7 +302,10 @@ async fn run_prefill(
 }
 
 /// Reads `body` to its end, keeping its first `keep` bytes.
-async fn read_capped(mut body: Incoming, keep: usize) -> Result<Bytes, hyper::Error> {
+async fn read_capped<B>(mut body: B, keep: usize) -> Result<Bytes, B::Error>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
     let mut kept = BytesMut::new();
     while let Some(frame) = body.frame().await {
         if let Ok(data) = frame?.into_data() {
@@ -325,7 +324,7 @@ async fn send(
     worker: &Worker,
     body: Bytes,
     report: impl Fn(Outcome),
-) -> Result<(Response<Incoming>, Conn), AttemptError> {
+) -> Result<Response<UpResponse>, AttemptError> {
     let target = Target {
         id: worker.id,
         addr: &worker.addr,

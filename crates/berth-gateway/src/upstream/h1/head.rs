@@ -1,0 +1,231 @@
+//! Message heads: the request head written from the request's parts into a reused buffer, and
+//! the worker's response head parsed (httparse) with its body framing. Pure: no IO.
+
+use bytes::Bytes;
+use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
+
+use super::H1Error;
+
+/// Headers a response head may have (httparse's table; more is an error).
+const MAX_HEADERS: usize = 100;
+
+/// How a request body is framed on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReqFraming {
+    /// `Content-Length: n`: exactly `n` bytes follow.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// Writes the head of a request with `method`, `path` (origin form) and `headers` to `out`,
+/// and returns its body framing: the `Content-Length` among `headers`, else `exact` (the body's
+/// known length: `Content-Length` is added, none for an empty body of a method without
+/// payload semantics), else chunked. A `Transfer-Encoding` among `headers` is not written: the
+/// framing is this function's.
+pub(crate) fn write_request_head(
+    out: &mut Vec<u8>,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    exact: Option<u64>,
+) -> Result<ReqFraming, H1Error> {
+    out.extend_from_slice(method.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let mut framing = None;
+    for (name, value) in headers {
+        if name == TRANSFER_ENCODING {
+            continue;
+        }
+        if name == CONTENT_LENGTH {
+            let n =
+                parse_length(value.as_bytes()).ok_or(H1Error::Request("invalid content-length"))?;
+            if framing.is_some_and(|f| f != ReqFraming::Length(n)) {
+                return Err(H1Error::Request("conflicting content-length"));
+            }
+            if framing.is_some() {
+                continue;
+            }
+            framing = Some(ReqFraming::Length(n));
+        }
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    let framing = match (framing, exact) {
+        (Some(f), _) => f,
+        (None, Some(0)) if !payload_method(method) => ReqFraming::Length(0),
+        (None, Some(n)) => {
+            out.extend_from_slice(b"content-length: ");
+            out.extend_from_slice(itoa(n, &mut [0; 20]));
+            out.extend_from_slice(b"\r\n");
+            ReqFraming::Length(n)
+        }
+        (None, None) => {
+            out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+            ReqFraming::Chunked
+        }
+    };
+    out.extend_from_slice(b"\r\n");
+    Ok(framing)
+}
+
+/// Methods whose empty body is still announced (`Content-Length: 0`).
+fn payload_method(method: &Method) -> bool {
+    *method == Method::POST || *method == Method::PUT || *method == Method::PATCH
+}
+
+/// The decimal digits of `n`, written at the end of `buf`.
+fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// A decimal `Content-Length` value (digits only, at most 19 of them).
+pub(crate) fn parse_length(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(v.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')))
+}
+
+/// How a response body is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BodyFraming {
+    /// No body (a response to `HEAD`, 204, 304).
+    Empty,
+    /// `Content-Length` bytes.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// Up to the end of the connection.
+    Close,
+}
+
+/// A worker's parsed response head.
+#[derive(Debug)]
+pub(crate) struct ResponseHead {
+    pub(crate) status: StatusCode,
+    pub(crate) version: Version,
+    pub(crate) headers: HeaderMap,
+    pub(crate) framing: BodyFraming,
+    /// The connection may carry another request after this response.
+    pub(crate) keep_alive: bool,
+}
+
+/// What the start of a read buffer holds.
+#[derive(Debug)]
+pub(crate) enum Parsed {
+    /// Not a whole head yet.
+    Partial,
+    /// An informational (1xx) head of this many bytes: skipped, the final head follows.
+    Informational(usize),
+    /// A final response head of this many bytes.
+    Head(ResponseHead, usize),
+}
+
+/// Parses the response head at the start of `buf` (the answer to a `method` request). Header
+/// values share one copy of the head's bytes.
+pub(crate) fn parse_response(buf: &[u8], method: &Method) -> Result<Parsed, H1Error> {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut res = httparse::Response::new(&mut slots);
+    let len = match res.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
+        Err(e) => return Err(H1Error::Head(e.to_string())),
+    };
+    let code = res.code.unwrap_or_default();
+    let status = StatusCode::from_u16(code).map_err(|e| H1Error::Head(e.to_string()))?;
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        return Err(H1Error::Head(
+            "protocol upgrades are not proxied".to_owned(),
+        ));
+    }
+    if status.is_informational() {
+        return Ok(Parsed::Informational(len));
+    }
+    let version = if res.version == Some(0) {
+        Version::HTTP_10
+    } else {
+        Version::HTTP_11
+    };
+    let shared = Bytes::copy_from_slice(&buf[..len]);
+    let base = buf.as_ptr() as usize;
+    let mut headers = HeaderMap::with_capacity(res.headers.len());
+    let mut length: Option<u64> = None;
+    let mut chunked = None;
+    let mut close = version == Version::HTTP_10;
+    for h in res.headers.iter() {
+        let name =
+            HeaderName::from_bytes(h.name.as_bytes()).map_err(|e| H1Error::Head(e.to_string()))?;
+        let start = h.value.as_ptr() as usize - base;
+        let value = HeaderValue::from_maybe_shared(shared.slice(start..start + h.value.len()))
+            .map_err(|e| H1Error::Head(e.to_string()))?;
+        if name == CONTENT_LENGTH {
+            let n = parse_length(h.value).ok_or_else(|| bad("content-length"))?;
+            if length.is_some_and(|l| l != n) {
+                return Err(bad("content-length"));
+            }
+            length = Some(n);
+        } else if name == TRANSFER_ENCODING {
+            // the last coding decides: chunked, or the body runs to the connection's end
+            chunked = Some(last_token(h.value).eq_ignore_ascii_case(b"chunked"));
+        } else if name == CONNECTION {
+            for token in h.value.split(|b| *b == b',') {
+                let token = token.trim_ascii();
+                if token.eq_ignore_ascii_case(b"close") {
+                    close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") && version == Version::HTTP_10 {
+                    close = false;
+                }
+            }
+        }
+        headers.append(name, value);
+    }
+    let framing = if *method == Method::HEAD
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+    {
+        BodyFraming::Empty
+    } else {
+        match (chunked, length) {
+            (Some(true), _) => BodyFraming::Chunked,
+            (Some(false), _) => BodyFraming::Close,
+            (None, Some(n)) => BodyFraming::Length(n),
+            (None, None) => BodyFraming::Close,
+        }
+    };
+    // a chunked body with a length as well was tampered with somewhere: not reused after
+    let keep_alive =
+        !close && framing != BodyFraming::Close && !(chunked.is_some() && length.is_some());
+    let head = ResponseHead {
+        status,
+        version,
+        headers,
+        framing,
+        keep_alive,
+    };
+    Ok(Parsed::Head(head, len))
+}
+
+fn bad(what: &str) -> H1Error {
+    H1Error::Head(format!("invalid {what}"))
+}
+
+fn last_token(v: &[u8]) -> &[u8] {
+    v.rsplit(|b| *b == b',')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii()
+}

@@ -28,7 +28,7 @@ fn every_error_has_the_one_shape() {
     ];
     let expected = [400, 400, 401, 404, 413, 408, 502, 503, 504, 503, 413, 429];
     for (e, status) in errs.iter().zip(expected) {
-        let r = e.to_response::<crate::proxy::RequestGuard>();
+        let r = e.to_response::<crate::proxy::RequestGuard, crate::upstream::UpResponse>();
         assert_eq!(r.status().as_u16(), status);
         let code = r
             .headers()

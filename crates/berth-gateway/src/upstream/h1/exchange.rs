@@ -148,11 +148,13 @@ impl<IO, B, R: GiveBack<IO>> RespBody<IO, B, R> {
         let Some(mut conn) = self.conn.take() else {
             return;
         };
-        if self.keep_alive && self.upload.is_none() && conn.rbuf.is_empty() {
-            if let Some(home) = self.home.take() {
-                conn.reused = true;
-                home.give_back(conn);
-            }
+        if self.keep_alive
+            && self.upload.is_none()
+            && conn.rbuf.is_empty()
+            && let Some(home) = self.home.take()
+        {
+            conn.reused = true;
+            home.give_back(conn);
         }
     }
 }

@@ -1,1 +1,576 @@
+//! The HTTP/1 client's framing, head by head and byte by byte, and whole exchanges against a
+//! scripted worker on the other end of an in-memory pipe.
 
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, HeaderValue, Method, Request};
+use http_body::{Body, Frame};
+use http_body_util::{BodyExt, Full};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+use super::decode::{Decoder, Step};
+use super::head::{BodyFraming, Parsed, ReqFraming, parse_response, write_request_head};
+use super::{GiveBack, H1Conn, H1Error, send};
+
+// ---- heads
+
+fn head(method: &Method, headers: &[(&str, &str)], exact: Option<u64>) -> (String, ReqFraming) {
+    let mut map = HeaderMap::new();
+    for (k, v) in headers {
+        map.append(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            HeaderValue::from_str(v).unwrap(),
+        );
+    }
+    let mut out = Vec::new();
+    let framing = write_request_head(&mut out, method, "/v1/chat?x=1", &map, exact).unwrap();
+    (String::from_utf8(out).unwrap(), framing)
+}
+
+#[test]
+fn the_request_head_carries_the_framing() {
+    let (h, f) = head(
+        &Method::POST,
+        &[("host", "w:1"), ("content-length", "12")],
+        None,
+    );
+    assert_eq!(
+        h,
+        "POST /v1/chat?x=1 HTTP/1.1\r\nhost: w:1\r\ncontent-length: 12\r\n\r\n"
+    );
+    assert_eq!(f, ReqFraming::Length(12));
+    let (h, f) = head(&Method::POST, &[("host", "w:1")], Some(1234));
+    assert!(
+        h.ends_with("host: w:1\r\ncontent-length: 1234\r\n\r\n"),
+        "{h}"
+    );
+    assert_eq!(f, ReqFraming::Length(1234));
+    // a client's transfer-encoding is not passed on; unknown length goes chunked
+    let (h, f) = head(&Method::POST, &[("transfer-encoding", "chunked")], None);
+    assert_eq!(
+        h,
+        "POST /v1/chat?x=1 HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n"
+    );
+    assert_eq!(f, ReqFraming::Chunked);
+    let (h, f) = head(&Method::GET, &[], Some(0));
+    assert_eq!(h, "GET /v1/chat?x=1 HTTP/1.1\r\n\r\n");
+    assert_eq!(f, ReqFraming::Length(0));
+    let (h, _) = head(&Method::POST, &[], Some(0));
+    assert!(h.ends_with("content-length: 0\r\n\r\n"), "{h}");
+    let mut map = HeaderMap::new();
+    map.append("content-length", HeaderValue::from_static("1"));
+    map.append("content-length", HeaderValue::from_static("2"));
+    let err = write_request_head(&mut Vec::new(), &Method::POST, "/", &map, None);
+    assert!(err.is_err(), "conflicting lengths are refused");
+}
+
+fn parsed(raw: &str, method: &Method) -> Result<Parsed, H1Error> {
+    parse_response(raw.as_bytes(), method)
+}
+
+fn final_head(raw: &str, method: &Method) -> super::head::ResponseHead {
+    match parsed(raw, method).unwrap() {
+        Parsed::Head(h, len) => {
+            assert_eq!(len, raw.len());
+            h
+        }
+        other => panic!("not a final head: {other:?}"),
+    }
+}
+
+#[test]
+fn response_heads_give_their_framing_and_keep_alive() {
+    let get = Method::GET;
+    let h = final_head(
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: b c\r\n\r\n",
+        &get,
+    );
+    assert_eq!(h.status, 200);
+    assert_eq!(h.framing, BodyFraming::Length(5));
+    assert!(h.keep_alive);
+    assert_eq!(h.headers["x-a"], "b c");
+    let h = final_head(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        &get,
+    );
+    assert_eq!(h.framing, BodyFraming::Chunked);
+    assert!(h.keep_alive);
+    let h = final_head(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+        &get,
+    );
+    assert_eq!(h.framing, BodyFraming::Close);
+    assert!(!h.keep_alive);
+    let h = final_head("HTTP/1.1 200 OK\r\n\r\n", &get);
+    assert_eq!(h.framing, BodyFraming::Close);
+    assert!(!h.keep_alive);
+    let h = final_head(
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n",
+        &get,
+    );
+    assert!(!h.keep_alive);
+    let h = final_head("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n", &get);
+    assert!(!h.keep_alive);
+    let h = final_head(
+        "HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: Keep-Alive\r\n\r\n",
+        &get,
+    );
+    assert!(h.keep_alive);
+    // a length and chunked together: chunked wins, the connection is not reused
+    let h = final_head(
+        "HTTP/1.1 200 OK\r\nContent-Length: 9\r\nTransfer-Encoding: chunked\r\n\r\n",
+        &get,
+    );
+    assert_eq!(h.framing, BodyFraming::Chunked);
+    assert!(!h.keep_alive);
+}
+
+#[test]
+fn heads_without_a_body() {
+    let h = final_head(
+        "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n",
+        &Method::HEAD,
+    );
+    assert_eq!(h.framing, BodyFraming::Empty);
+    assert_eq!(h.headers["content-length"], "50", "kept for the client");
+    for status in ["204 No Content", "304 Not Modified"] {
+        let raw = format!("HTTP/1.1 {status}\r\nContent-Length: 7\r\n\r\n");
+        assert_eq!(final_head(&raw, &Method::GET).framing, BodyFraming::Empty);
+    }
+}
+
+#[test]
+fn partial_informational_and_refused_heads() {
+    let get = Method::GET;
+    assert!(matches!(
+        parsed("HTTP/1.1 200 OK\r\nContent-Le", &get),
+        Ok(Parsed::Partial)
+    ));
+    assert!(matches!(
+        parsed("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n", &get),
+        Ok(Parsed::Informational(25))
+    ));
+    assert!(parsed("HTTP/1.1 101 Switching Protocols\r\n\r\n", &get).is_err());
+    assert!(
+        parsed(
+            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            &get
+        )
+        .is_err()
+    );
+    assert!(parsed("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", &get).is_err());
+    assert!(
+        parsed(
+            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+            &get
+        )
+        .is_ok()
+    );
+    assert!(parsed("SMTP ready\r\n\r\n", &get).is_err());
+}
+
+// ---- bodies
+
+/// Decodes `wire` fed `step` bytes at a time; the data and whether the body ended.
+fn decode_in_steps(
+    framing: BodyFraming,
+    wire: &[u8],
+    step: usize,
+) -> Result<(Vec<u8>, bool), H1Error> {
+    let mut d = Decoder::new(framing);
+    let mut buf = BytesMut::new();
+    let mut out = Vec::new();
+    for piece in wire.chunks(step.max(1)) {
+        buf.extend_from_slice(piece);
+        loop {
+            match d.decode(&mut buf)? {
+                Step::Data(b) => out.extend_from_slice(&b),
+                Step::More => break,
+                Step::End => return Ok((out, true)),
+            }
+        }
+    }
+    Ok((out, d.is_done()))
+}
+
+const CHUNKED: &[u8] =
+    b"5;ext=1\r\nhello\r\n19\r\n, a chunk of 25 bytes....\r\n0\r\nx-trailer: 1\r\n\r\n";
+
+#[test]
+fn chunked_bodies_decode_at_every_split() {
+    for step in 1..=CHUNKED.len() {
+        let (data, ended) = decode_in_steps(BodyFraming::Chunked, CHUNKED, step).unwrap();
+        assert_eq!(data, b"hello, a chunk of 25 bytes....", "step {step}");
+        assert!(ended, "step {step}");
+    }
+}
+
+#[test]
+fn length_and_close_delimited_bodies() {
+    for step in 1..=11 {
+        let (data, ended) = decode_in_steps(BodyFraming::Length(11), b"hello world", step).unwrap();
+        assert_eq!(data, b"hello world");
+        assert!(ended);
+    }
+    let (data, ended) = decode_in_steps(BodyFraming::Length(5), b"hel", 2).unwrap();
+    assert_eq!((data.as_slice(), ended), (&b"hel"[..], false));
+    let mut d = Decoder::new(BodyFraming::Length(5));
+    assert!(d.at_eof().is_err(), "closed mid-body");
+    let mut d = Decoder::new(BodyFraming::Close);
+    let mut buf = BytesMut::from(&b"all of it"[..]);
+    assert_eq!(
+        d.decode(&mut buf).unwrap(),
+        Step::Data(Bytes::from_static(b"all of it"))
+    );
+    assert_eq!(d.decode(&mut buf).unwrap(), Step::More);
+    assert_eq!(d.at_eof().unwrap(), Step::End);
+    assert!(Decoder::new(BodyFraming::Empty).is_done());
+    assert!(Decoder::new(BodyFraming::Length(0)).is_done());
+}
+
+#[test]
+fn bad_chunked_bodies_are_errors() {
+    for wire in [
+        &b"zz\r\nhello\r\n0\r\n\r\n"[..],
+        b"5\r\nhelloXX0\r\n\r\n",
+        b"5\r\nhello\n0\r\n\r\n",
+        b"fffffffffffffffff\r\n",
+        b"\r\n",
+    ] {
+        assert!(
+            decode_in_steps(BodyFraming::Chunked, wire, 64).is_err(),
+            "{}",
+            String::from_utf8_lossy(wire)
+        );
+    }
+    let long = vec![b'1'; 5000];
+    assert!(
+        decode_in_steps(BodyFraming::Chunked, &long, 64).is_err(),
+        "size line bounded"
+    );
+    let mut d = Decoder::new(BodyFraming::Chunked);
+    assert!(d.at_eof().is_err(), "closed mid-body");
+}
+
+// ---- exchanges
+
+/// Records the connections handed back.
+#[derive(Clone, Default)]
+struct Kept(Arc<Mutex<Vec<H1Conn<DuplexStream>>>>);
+
+impl GiveBack<DuplexStream> for Kept {
+    fn give_back(self, conn: H1Conn<DuplexStream>) {
+        self.0.lock().unwrap().push(conn);
+    }
+}
+
+impl Kept {
+    fn count(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+    fn take(&self) -> H1Conn<DuplexStream> {
+        self.0.lock().unwrap().pop().unwrap()
+    }
+}
+
+/// Reads one request head (and `body` more bytes) from the worker's end.
+async fn read_request(worker: &mut DuplexStream, body: usize) -> String {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            worker.read(&mut byte).await.unwrap(),
+            1,
+            "request ended early"
+        );
+        got.push(byte[0]);
+    }
+    let mut rest = vec![0u8; body];
+    worker.read_exact(&mut rest).await.unwrap();
+    got.extend_from_slice(&rest);
+    String::from_utf8(got).unwrap()
+}
+
+fn post(body: &'static str) -> Request<Full<Bytes>> {
+    Request::post("/v1/chat/completions")
+        .header("host", "worker")
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_length_framed_exchange_hands_its_connection_back() {
+    let (gw, mut worker) = tokio::io::duplex(4096);
+    let kept = Kept::default();
+    let w = tokio::spawn(async move {
+        let req = read_request(&mut worker, 5).await;
+        worker
+            .write_all(
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+            )
+            .await
+            .unwrap();
+        (req, worker)
+    });
+    let resp = send(H1Conn::new(gw), post("hello"), kept.clone())
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.body().size_hint().exact(), Some(2));
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "ok");
+    let (req, mut worker) = w.await.unwrap();
+    assert_eq!(
+        req,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: worker\r\ncontent-length: 5\r\n\r\nhello"
+    );
+    assert_eq!(kept.count(), 1, "kept for the next request");
+    // the kept connection serves the next request; it is known as reused
+    let conn = kept.take();
+    assert!(conn.reused);
+    let w = tokio::spawn(async move {
+        read_request(&mut worker, 2).await;
+        worker
+            .write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+            .await
+            .unwrap();
+        worker
+    });
+    let resp = send(conn, post("hi"), kept.clone()).await.unwrap();
+    assert_eq!(resp.status(), 204);
+    assert!(resp.body().is_end_stream());
+    drop(resp);
+    assert_eq!(
+        kept.count(),
+        1,
+        "an empty body never polled still hands it back"
+    );
+    drop(w.await.unwrap());
+}
+
+#[tokio::test]
+async fn a_chunked_response_is_decoded_and_the_connection_kept() {
+    let (gw, mut worker) = tokio::io::duplex(64);
+    let kept = Kept::default();
+    let w = tokio::spawn(async move {
+        read_request(&mut worker, 5).await;
+        worker
+            .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+            .await
+            .unwrap();
+        for piece in CHUNKED.chunks(7) {
+            worker.write_all(piece).await.unwrap();
+            tokio::task::yield_now().await;
+        }
+        worker
+    });
+    let resp = send(H1Conn::new(gw), post("hello"), kept.clone())
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["transfer-encoding"], "chunked");
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "hello, a chunk of 25 bytes....");
+    assert_eq!(kept.count(), 1);
+    drop(w.await.unwrap());
+}
+
+#[tokio::test]
+async fn a_close_delimited_response_ends_with_the_connection() {
+    let (gw, mut worker) = tokio::io::duplex(64);
+    let kept = Kept::default();
+    tokio::spawn(async move {
+        read_request(&mut worker, 5).await;
+        worker
+            .write_all(b"HTTP/1.1 200 OK\r\n\r\nall of ")
+            .await
+            .unwrap();
+        worker.write_all(b"it").await.unwrap();
+        // dropped: the end of the body
+    });
+    let resp = send(H1Conn::new(gw), post("hello"), kept.clone())
+        .await
+        .unwrap();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "all of it");
+    assert_eq!(
+        kept.count(),
+        0,
+        "a close-delimited body's connection is over"
+    );
+}
+
+#[tokio::test]
+async fn a_worker_that_closes_mid_body_breaks_the_body() {
+    let (gw, mut worker) = tokio::io::duplex(64);
+    let kept = Kept::default();
+    tokio::spawn(async move {
+        read_request(&mut worker, 5).await;
+        worker
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npart")
+            .await
+            .unwrap();
+    });
+    let resp = send(H1Conn::new(gw), post("hello"), kept.clone())
+        .await
+        .unwrap();
+    let mut body = resp.into_body();
+    let first = body.frame().await.unwrap().unwrap();
+    assert_eq!(first.into_data().unwrap(), "part");
+    let err = body.frame().await.unwrap().unwrap_err();
+    assert!(matches!(err, H1Error::Closed(_)), "{err}");
+    assert_eq!(kept.count(), 0);
+}
+
+#[tokio::test]
+async fn a_head_response_has_no_body_whatever_its_length() {
+    let (gw, mut worker) = tokio::io::duplex(64);
+    let kept = Kept::default();
+    tokio::spawn(async move {
+        read_request(&mut worker, 0).await;
+        worker
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n")
+            .await
+            .unwrap();
+        std::future::pending::<()>().await;
+    });
+    let req = Request::head("/").body(Full::new(Bytes::new())).unwrap();
+    let resp = send(H1Conn::new(gw), req, kept.clone()).await.unwrap();
+    assert_eq!(resp.headers()["content-length"], "100");
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert!(body.is_empty());
+    assert_eq!(kept.count(), 1);
+}
+
+#[tokio::test]
+async fn a_reused_connection_closed_before_answering_is_stale_and_a_fresh_one_is_not() {
+    for reused in [true, false] {
+        let (gw, mut worker) = tokio::io::duplex(4096);
+        tokio::spawn(async move {
+            read_request(&mut worker, 5).await;
+            // closed unanswered, as llama-server does after a stream
+        });
+        let mut conn = H1Conn::new(gw);
+        conn.reused = reused;
+        let fail = send(conn, post("hello"), ()).await.unwrap_err();
+        assert_eq!(fail.stale, reused, "{}", fail.error);
+    }
+    // an answer that broke off after its first byte is no stale connection
+    let (gw, mut worker) = tokio::io::duplex(4096);
+    tokio::spawn(async move {
+        read_request(&mut worker, 5).await;
+        worker.write_all(b"HTTP/1.1 2").await.unwrap();
+    });
+    let mut conn = H1Conn::new(gw);
+    conn.reused = true;
+    let fail = send(conn, post("hello"), ()).await.unwrap_err();
+    assert!(!fail.stale, "{}", fail.error);
+}
+
+/// A request body the test feeds frame by frame (unknown length: sent chunked).
+struct Fed(tokio::sync::mpsc::Receiver<Bytes>);
+
+impl Body for Fed {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        self.0.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_upload_goes_chunked_and_keeps_going_after_an_early_answer() {
+    let (gw, mut worker) = tokio::io::duplex(4096);
+    let kept = Kept::default();
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(Bytes::from_static(b"first")).await.unwrap();
+    let w = tokio::spawn(async move {
+        let head = read_request(&mut worker, 0).await;
+        let mut first = [0u8; 10];
+        worker.read_exact(&mut first).await.unwrap();
+        assert_eq!(&first, b"5\r\nfirst\r\n");
+        // the worker answers before the upload has ended
+        worker
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nea")
+            .await
+            .unwrap();
+        let mut rest = [0u8; 21];
+        worker.read_exact(&mut rest).await.unwrap();
+        assert_eq!(&rest, b"b\r\nsecond part\r\n0\r\n\r\n");
+        worker.write_all(b"rly").await.unwrap();
+        head
+    });
+    let req = Request::post("/up")
+        .header("host", "w")
+        .body(Fed(rx))
+        .unwrap();
+    let resp = send(H1Conn::new(gw), req, kept.clone()).await.unwrap();
+    let mut body = resp.into_body();
+    assert_eq!(
+        body.frame().await.unwrap().unwrap().into_data().unwrap(),
+        "ea"
+    );
+    tx.send(Bytes::from_static(b"second part")).await.unwrap();
+    drop(tx);
+    let rest = body.collect().await.unwrap().to_bytes();
+    assert_eq!(rest, "rly");
+    let head = w.await.unwrap();
+    assert!(head.contains("transfer-encoding: chunked\r\n"), "{head}");
+    assert_eq!(
+        kept.count(),
+        1,
+        "the upload ended before the response: kept"
+    );
+}
+
+#[tokio::test]
+async fn a_response_that_ends_before_its_upload_closes_the_connection() {
+    let (gw, mut worker) = tokio::io::duplex(4096);
+    let kept = Kept::default();
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tokio::spawn(async move {
+        read_request(&mut worker, 0).await;
+        worker
+            .write_all(b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\n\r\n")
+            .await
+            .unwrap();
+        std::future::pending::<()>().await;
+    });
+    let req = Request::post("/up").body(Fed(rx)).unwrap();
+    let resp = send(H1Conn::new(gw), req, kept.clone()).await.unwrap();
+    assert_eq!(resp.status(), 413);
+    drop(resp.into_body().collect().await.unwrap());
+    assert_eq!(
+        kept.count(),
+        0,
+        "no other request may queue behind this upload"
+    );
+    drop(tx);
+}
+
+#[tokio::test]
+async fn a_body_longer_than_its_content_length_is_refused() {
+    let (gw, _worker) = tokio::io::duplex(4096);
+    let req = Request::post("/")
+        .header("content-length", "2")
+        .body(Full::new(Bytes::from_static(b"too long")))
+        .unwrap();
+    let fail = send(H1Conn::new(gw), req, ()).await.unwrap_err();
+    assert!(matches!(fail.error, H1Error::Request(_)), "{}", fail.error);
+    assert!(!fail.stale);
+}
+
+#[tokio::test]
+async fn an_idle_connection_the_worker_closed_is_not_open() {
+    let (gw, worker) = tokio::io::duplex(64);
+    let mut conn = H1Conn::new(gw);
+    assert!(conn.idle_open());
+    drop(worker);
+    assert!(!conn.idle_open());
+}

@@ -1,12 +1,13 @@
 //! A worker connection with its buffers, and the request body on its way out.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker, ready};
 
 use bytes::{Bytes, BytesMut};
 use http_body::Body;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 
 use super::H1Error;
 use super::head::ReqFraming;
@@ -56,17 +57,12 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> H1Conn<IO> {
 
     /// Reads more of the worker's bytes into the read buffer; `Ok(0)` is the end of the stream.
     pub(super) fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        let len = self.rbuf.len();
-        if self.rbuf.capacity() - len < READ_CHUNK / 8 {
+        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 8 {
             self.rbuf.reserve(READ_CHUNK);
         }
-        let room = (self.rbuf.capacity() - len).min(4 * READ_CHUNK);
-        self.rbuf.resize(len + room, 0);
-        let mut buf = ReadBuf::new(&mut self.rbuf[len..]);
-        let res = Pin::new(&mut self.io).poll_read(cx, &mut buf);
-        let n = buf.filled().len();
-        self.rbuf.truncate(len + n);
-        ready!(res)?;
+        // tokio's `read_buf` reads into the spare capacity without zeroing it first; the
+        // future holds nothing but the two borrows, so one made per poll loses nothing
+        let n = ready!(std::pin::pin!(self.io.read_buf(&mut self.rbuf)).poll(cx))?;
         self.read_any |= n > 0;
         Poll::Ready(Ok(n))
     }

@@ -10,9 +10,6 @@ use super::head::BodyFraming;
 /// The longest chunk-size line (with extensions) or trailer section accepted.
 const MAX_LINE: usize = 4096;
 const MAX_TRAILERS: usize = 16 * 1024;
-/// Body data up to this size is copied out of the read buffer (so the buffer stays the
-/// connection's own and is reused); larger pieces are split off without a copy.
-const COPY_BELOW: usize = 4 * 1024;
 
 /// Where a body's decoding stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,19 +214,8 @@ fn chunk_size(line: &[u8]) -> Result<u64, H1Error> {
     Ok(n)
 }
 
-/// Drops `n` bytes from the front of `buf` (a skipped informational head).
-pub(crate) fn skip(buf: &mut BytesMut, n: usize) {
-    buf.advance(n);
-}
-
-/// `n` bytes off the front of `buf`: copied when small (the buffer stays unshared), split off
-/// when large.
+/// `n` bytes split off the front of `buf` (no copy: the data shares the read buffer, which is
+/// reused once the data is dropped).
 fn take(buf: &mut BytesMut, n: usize) -> Bytes {
-    if n < COPY_BELOW {
-        let data = Bytes::copy_from_slice(&buf[..n]);
-        buf.advance(n);
-        data
-    } else {
-        buf.split_to(n).freeze()
-    }
+    buf.split_to(n).freeze()
 }

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::H1Error;
 use super::conn::{H1Conn, Upload};
-use super::decode::{Decoder, Step, skip};
+use super::decode::{Decoder, Step};
 use super::head::{Parsed, ResponseHead, parse_response, write_request_head};
 
 /// The longest response head accepted.
@@ -106,15 +106,9 @@ fn poll_head<IO: AsyncRead + AsyncWrite + Unpin>(
 ) -> Poll<Result<ResponseHead, H1Error>> {
     loop {
         if !conn.rbuf.is_empty() {
-            match parse_response(&conn.rbuf, method)? {
-                Parsed::Head(head, len) => {
-                    skip(&mut conn.rbuf, len);
-                    return Poll::Ready(Ok(head));
-                }
-                Parsed::Informational(len) => {
-                    skip(&mut conn.rbuf, len);
-                    continue;
-                }
+            match parse_response(&mut conn.rbuf, method)? {
+                Parsed::Head(head) => return Poll::Ready(Ok(head)),
+                Parsed::Informational => continue,
                 Parsed::Partial if conn.rbuf.len() > MAX_HEAD => {
                     return Poll::Ready(Err(H1Error::Head("larger than 64 KiB".to_owned())));
                 }

@@ -1,7 +1,7 @@
 //! Message heads: the request head written from the request's parts into a reused buffer, and
 //! the worker's response head parsed (httparse) with its body framing. Pure: no IO.
 
-use bytes::Bytes;
+use bytes::{Buf, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
 
@@ -124,20 +124,21 @@ pub(crate) struct ResponseHead {
     pub(crate) keep_alive: bool,
 }
 
-/// What the start of a read buffer holds.
+/// What the start of a read buffer held.
 #[derive(Debug)]
 pub(crate) enum Parsed {
-    /// Not a whole head yet.
+    /// Not a whole head yet (nothing taken).
     Partial,
-    /// An informational (1xx) head of this many bytes: skipped, the final head follows.
-    Informational(usize),
-    /// A final response head of this many bytes.
-    Head(ResponseHead, usize),
+    /// An informational (1xx) head: taken off and skipped, the final head follows.
+    Informational,
+    /// A final response head, taken off the buffer.
+    Head(ResponseHead),
 }
 
-/// Parses the response head at the start of `buf` (the answer to a `method` request). Header
-/// values share one copy of the head's bytes.
-pub(crate) fn parse_response(buf: &[u8], method: &Method) -> Result<Parsed, H1Error> {
+/// Parses the response head at the start of `buf` (the answer to a `method` request) and takes
+/// it off. The header values are slices of the head's bytes split off `buf`: no copy, and the
+/// buffer is reused once the head is dropped.
+pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Parsed, H1Error> {
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut res = httparse::Response::new(&mut slots);
     let len = match res.parse(buf) {
@@ -153,36 +154,43 @@ pub(crate) fn parse_response(buf: &[u8], method: &Method) -> Result<Parsed, H1Er
         ));
     }
     if status.is_informational() {
-        return Ok(Parsed::Informational(len));
+        buf.advance(len);
+        return Ok(Parsed::Informational);
     }
     let version = if res.version == Some(0) {
         Version::HTTP_10
     } else {
         Version::HTTP_11
     };
-    let shared = Bytes::copy_from_slice(&buf[..len]);
+    // where each name and value lies in the head, so the head can be split off after
     let base = buf.as_ptr() as usize;
-    let mut headers = HeaderMap::with_capacity(res.headers.len());
+    let mut spans = [(0usize, 0usize, 0usize, 0usize); MAX_HEADERS];
+    let count = res.headers.len();
+    for (span, h) in spans.iter_mut().zip(res.headers.iter()) {
+        let name = h.name.as_ptr() as usize - base;
+        let value = h.value.as_ptr() as usize - base;
+        *span = (name, name + h.name.len(), value, value + h.value.len());
+    }
+    let head = buf.split_to(len).freeze();
+    let mut headers = HeaderMap::with_capacity(count);
     let mut length: Option<u64> = None;
     let mut chunked = None;
     let mut close = version == Version::HTTP_10;
-    for h in res.headers.iter() {
+    for &(ns, ne, vs, ve) in &spans[..count] {
         let name =
-            HeaderName::from_bytes(h.name.as_bytes()).map_err(|e| H1Error::Head(e.to_string()))?;
-        let start = h.value.as_ptr() as usize - base;
-        let value = HeaderValue::from_maybe_shared(shared.slice(start..start + h.value.len()))
-            .map_err(|e| H1Error::Head(e.to_string()))?;
+            HeaderName::from_bytes(&head[ns..ne]).map_err(|e| H1Error::Head(e.to_string()))?;
+        let raw = &head[vs..ve];
         if name == CONTENT_LENGTH {
-            let n = parse_length(h.value).ok_or_else(|| bad("content-length"))?;
+            let n = parse_length(raw).ok_or_else(|| bad("content-length"))?;
             if length.is_some_and(|l| l != n) {
                 return Err(bad("content-length"));
             }
             length = Some(n);
         } else if name == TRANSFER_ENCODING {
             // the last coding decides: chunked, or the body runs to the connection's end
-            chunked = Some(last_token(h.value).eq_ignore_ascii_case(b"chunked"));
+            chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
         } else if name == CONNECTION {
-            for token in h.value.split(|b| *b == b',') {
+            for token in raw.split(|b| *b == b',') {
                 let token = token.trim_ascii();
                 if token.eq_ignore_ascii_case(b"close") {
                     close = true;
@@ -191,6 +199,8 @@ pub(crate) fn parse_response(buf: &[u8], method: &Method) -> Result<Parsed, H1Er
                 }
             }
         }
+        let value = HeaderValue::from_maybe_shared(head.slice(vs..ve))
+            .map_err(|e| H1Error::Head(e.to_string()))?;
         headers.append(name, value);
     }
     let framing = if *method == Method::HEAD
@@ -209,14 +219,13 @@ pub(crate) fn parse_response(buf: &[u8], method: &Method) -> Result<Parsed, H1Er
     // a chunked body with a length as well was tampered with somewhere: not reused after
     let keep_alive =
         !close && framing != BodyFraming::Close && !(chunked.is_some() && length.is_some());
-    let head = ResponseHead {
+    Ok(Parsed::Head(ResponseHead {
         status,
         version,
         headers,
         framing,
         keep_alive,
-    };
-    Ok(Parsed::Head(head, len))
+    }))
 }
 
 fn bad(what: &str) -> H1Error {

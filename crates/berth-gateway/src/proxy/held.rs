@@ -1,13 +1,12 @@
 //! The request body as the gateway holds it, and the request each attempt sends to a worker.
 
 use bytes::Bytes;
-use http::{Request, header};
 
 use super::headers;
 use super::rank::with_rank;
 use crate::error::GatewayError;
 use crate::registry::Worker;
-use crate::upstream::{Replayable, UpBody};
+use crate::upstream::{Replayable, ReqHead, UpBody, UpRequest};
 
 /// The request body as the gateway holds it.
 pub(crate) enum Held {
@@ -51,26 +50,23 @@ impl Held {
     /// The request of the next attempt to `worker` (`None`: the body cannot be re-sent): the
     /// client's method, path and end-to-end headers, the worker's `Host`, and the body (with the
     /// worker's data-parallel rank written in, and its new length, when it has one).
-    pub(crate) fn request(
+    pub(crate) fn request<'a>(
         &mut self,
-        parts: &http::request::Parts,
-        worker: &Worker,
-    ) -> Result<Option<Request<UpBody>>, GatewayError> {
+        parts: &'a http::request::Parts,
+        worker: &'a Worker,
+    ) -> Result<Option<UpRequest<'a>>, GatewayError> {
         let Some((body, ranked_len)) = self.next(worker.addr.rank()) else {
             return Ok(None);
         };
-        let mut up = Request::new(body);
-        *up.method_mut() = parts.method.clone();
-        *up.uri_mut() = worker
-            .addr
-            .origin_uri(parts.uri.path_and_query().map_or("/", |pq| pq.as_str()))
-            .map_err(|e| GatewayError::BadRequest(e.to_string()))?;
-        let mut headers = headers::forward_request_headers(&parts.headers);
-        headers.insert(header::HOST, worker.host_header.clone());
-        if let Some(len) = ranked_len {
-            headers.insert(header::CONTENT_LENGTH, http::HeaderValue::from(len));
-        }
-        *up.headers_mut() = headers;
-        Ok(Some(up))
+        let head = ReqHead {
+            method: &parts.method,
+            prefix: worker.addr.prefix(),
+            path: parts.uri.path_and_query().map_or("/", |pq| pq.as_str()),
+            host: Some(&worker.host_header),
+            headers: &parts.headers,
+            forward: headers::forwarded,
+            length: ranked_len.map(|n| n as u64),
+        };
+        Ok(Some(UpRequest { head, body }))
     }
 }

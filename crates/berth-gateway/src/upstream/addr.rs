@@ -107,6 +107,12 @@ impl WorkerAddr {
             .map_err(|e| format!("`{host}` is not a TLS server name: {e}"))
     }
 
+    /// The path of the worker's URL (without a trailing `/`; empty for none): requests go
+    /// below it.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// The `Host` header value for requests to this worker.
     pub(crate) fn host_header(&self) -> Option<HeaderValue> {
         HeaderValue::from_str(self.authority.as_str()).ok()

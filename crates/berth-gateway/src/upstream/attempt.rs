@@ -15,14 +15,13 @@ use std::pin::pin;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use http::{Request, Response};
+use http::Response;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
 use super::addr::WorkerAddr;
-use super::body::UpBody;
-use super::pool::{Fresh, Pool, Reuse, UpResponse};
+use super::pool::{Fresh, Pool, Reuse, UpRequest, UpResponse};
 use super::replay::Replayable;
 use super::wait::response_within;
 use crate::error::GatewayError;
@@ -89,11 +88,11 @@ impl Upstream<'_> {
     /// request (called again for the stale-connection re-send; `None`: the body cannot be sent
     /// again); `upload` is the client's streamed body, if any; `report` tells the worker's
     /// breaker.
-    pub(crate) async fn attempt(
+    pub(crate) async fn attempt<'r>(
         &self,
         target: Target<'_>,
         upload: Option<&Replayable>,
-        mut request: impl FnMut() -> Result<Option<Request<UpBody>>, GatewayError>,
+        mut request: impl FnMut() -> Result<Option<UpRequest<'r>>, GatewayError>,
         report: impl Fn(Outcome),
     ) -> Result<Response<UpResponse>, AttemptError> {
         let not_resendable = || {

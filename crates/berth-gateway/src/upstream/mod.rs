@@ -28,5 +28,6 @@ pub use addr::WorkerAddr;
 pub(crate) use attempt::{AttemptError, Target, Upstream, UpstreamMetrics};
 pub(crate) use body::UpBody;
 pub(crate) use client::{HttpClient, TIMED_OUT, get, send_empty};
-pub(crate) use pool::{Pool, UpResponse};
+pub(crate) use h1::ReqHead;
+pub(crate) use pool::{Pool, UpRequest, UpResponse};
 pub(crate) use replay::Replayable;

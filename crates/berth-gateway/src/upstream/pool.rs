@@ -15,12 +15,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use http::{Request, Response};
+use http::Response;
 
 use super::addr::WorkerAddr;
 use super::body::UpBody;
 use super::client::HttpClient;
-use super::h1::{self, GiveBack, H1Conn, RespBody};
+use super::h1::{self, GiveBack, H1Conn, ReqHead, RespBody};
 use crate::routing::WorkerId;
 use crate::tls::MaybeTls;
 
@@ -29,6 +29,13 @@ const MAX_IDLE_PER_WORKER: usize = 1024;
 
 /// A worker's response body as the request path reads it.
 pub(crate) type UpResponse = RespBody<MaybeTls, UpBody, Home>;
+
+/// A request to a worker: its head (written from the client's parts) and its body.
+#[derive(Debug)]
+pub(crate) struct UpRequest<'a> {
+    pub(crate) head: ReqHead<'a>,
+    pub(crate) body: UpBody,
+}
 
 /// Whether a request may go on an idle pooled connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +117,7 @@ impl Pool {
         self: &Arc<Self>,
         id: WorkerId,
         addr: &WorkerAddr,
-        req: Request<UpBody>,
+        req: UpRequest<'_>,
         reuse: Reuse,
     ) -> Result<Response<UpResponse>, SendError> {
         let pooled = match reuse {
@@ -133,10 +140,12 @@ impl Pool {
             pool: self.clone(),
             worker: id,
         };
-        h1::send(conn, req, home).await.map_err(|f| SendError {
-            reason: f.error.to_string(),
-            reused: f.stale,
-        })
+        h1::send(conn, &req.head, req.body, home)
+            .await
+            .map_err(|f| SendError {
+                reason: f.error.to_string(),
+                reused: f.stale,
+            })
     }
 }
 
@@ -158,9 +167,19 @@ mod tests {
         let worker = registry.add(&sim.url(), Vec::new(), true).unwrap();
         let pool = Arc::new(Pool::default());
         for _ in 0..5 {
-            let mut req = Request::get("/v1/models").body(UpBody::Full(None)).unwrap();
-            req.headers_mut()
-                .insert(http::header::HOST, worker.host_header.clone());
+            let headers = http::HeaderMap::new();
+            let req = UpRequest {
+                head: ReqHead {
+                    method: &http::Method::GET,
+                    prefix: "",
+                    path: "/v1/models",
+                    host: Some(&worker.host_header),
+                    headers: &headers,
+                    forward: |_| true,
+                    length: None,
+                },
+                body: UpBody::Full(None),
+            };
             let resp = pool
                 .send(worker.id, &worker.addr, req, Reuse::Pooled)
                 .await

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use http::{Request, Response, header};
+use http::Response;
 use http_body_util::BodyExt;
 
 use super::bootstrap::{Bootstrap, fresh_room, with_bootstrap};
@@ -30,7 +30,9 @@ use crate::registry::{Registry, Worker};
 use crate::rng::with_rng;
 use crate::routing::{Leg, Outcome, WorkerId, is_retryable_status};
 use crate::state::AppState;
-use crate::upstream::{AttemptError, Pool, Target, UpBody, UpResponse, Upstream};
+use crate::upstream::{
+    AttemptError, Pool, ReqHead, Target, UpBody, UpRequest, UpResponse, Upstream,
+};
 
 /// Longest prefill error body kept for the gateway's error message.
 const ERROR_BODY_LIMIT: usize = 2048;
@@ -334,7 +336,7 @@ async fn send(
         .attempt(
             target,
             None,
-            || leg_request(parts, worker, body.clone()).map(Some),
+            || Ok(Some(leg_request(parts, worker, body.clone()))),
             report,
         )
         .await
@@ -342,26 +344,27 @@ async fn send(
 
 /// The request to one leg's worker: the client's method, path and end-to-end headers, the
 /// worker's `Host`, and the body with the bootstrap fields (and a data-parallel rank).
-fn leg_request(
-    parts: &http::request::Parts,
-    worker: &Worker,
+fn leg_request<'a>(
+    parts: &'a http::request::Parts,
+    worker: &'a Worker,
     body: Bytes,
-) -> Result<Request<UpBody>, GatewayError> {
+) -> UpRequest<'a> {
     let body = worker
         .addr
         .rank()
         .and_then(|r| with_rank(&body, r))
         .unwrap_or(body);
-    let len = body.len();
-    let mut up = Request::new(UpBody::Full(Some(body)));
-    *up.method_mut() = parts.method.clone();
-    *up.uri_mut() = worker
-        .addr
-        .origin_uri(parts.uri.path_and_query().map_or("/", |pq| pq.as_str()))
-        .map_err(|e| GatewayError::BadRequest(e.to_string()))?;
-    let mut headers = headers::forward_request_headers(&parts.headers);
-    headers.insert(header::HOST, worker.host_header.clone());
-    headers.insert(header::CONTENT_LENGTH, http::HeaderValue::from(len));
-    *up.headers_mut() = headers;
-    Ok(up)
+    let head = ReqHead {
+        method: &parts.method,
+        prefix: worker.addr.prefix(),
+        path: parts.uri.path_and_query().map_or("/", |pq| pq.as_str()),
+        host: Some(&worker.host_header),
+        headers: &parts.headers,
+        forward: headers::forwarded,
+        length: Some(body.len() as u64),
+    };
+    UpRequest {
+        head,
+        body: UpBody::Full(Some(body)),
+    }
 }

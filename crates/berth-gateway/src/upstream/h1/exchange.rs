@@ -6,14 +6,14 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
-use http::{Request, Response};
+use http::Response;
 use http_body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::H1Error;
 use super::conn::{H1Conn, Upload};
 use super::decode::{Decoder, Step};
-use super::head::{Parsed, ResponseHead, parse_response, write_request_head};
+use super::head::{Parsed, ReqHead, ResponseHead, parse_response, write_request_head};
 
 /// The longest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -38,12 +38,14 @@ pub(crate) struct SendFail {
     pub(crate) stale: bool,
 }
 
-/// Sends `req` on `conn` and waits for the response head. The response's body reads the rest
-/// (and finishes sending a request body the worker answered before it ended); read to its end
-/// on a connection that stays open, the connection goes to `home`.
+/// Sends the request `head` with `body` on `conn` and waits for the response head. The
+/// response's body reads the rest (and finishes sending a request body the worker answered
+/// before it ended); read to its end on a connection that stays open, the connection goes to
+/// `home`.
 pub(crate) async fn send<IO, B, R>(
     mut conn: H1Conn<IO>,
-    req: Request<B>,
+    head: &ReqHead<'_>,
+    body: B,
     home: R,
 ) -> Result<Response<RespBody<IO, B, R>>, SendFail>
 where
@@ -52,26 +54,18 @@ where
     B::Error: std::fmt::Display,
     R: GiveBack<IO>,
 {
-    let (parts, body) = req.into_parts();
     let reused = conn.reused;
     conn.read_any = false;
     conn.wbuf.clear();
     conn.wpos = 0;
-    let path = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
     let fail = |error: H1Error, read_any: bool| SendFail {
         stale: reused && !read_any && matches!(error, H1Error::Io(_) | H1Error::Closed(_)),
         error,
     };
-    let framing = write_request_head(
-        &mut conn.wbuf,
-        &parts.method,
-        path,
-        &parts.headers,
-        body.size_hint().exact(),
-    )
-    .map_err(|e| fail(e, false))?;
+    let framing = write_request_head(&mut conn.wbuf, head, body.size_hint().exact())
+        .map_err(|e| fail(e, false))?;
     let mut upload = Some(Upload::new(body, framing));
-    let head = poll_fn(|cx| {
+    let resp_head = poll_fn(|cx| {
         if let Some(up) = upload.as_mut() {
             match up.poll_send(&mut conn, cx) {
                 Poll::Ready(Ok(())) => upload = None,
@@ -79,21 +73,21 @@ where
                 Poll::Pending => {}
             }
         }
-        poll_head(&mut conn, &parts.method, cx)
+        poll_head(&mut conn, head.method, cx)
     })
     .await
     .map_err(|e| fail(e, conn.read_any))?;
-    let decoder = Decoder::new(head.framing);
+    let decoder = Decoder::new(resp_head.framing);
     let mut resp = Response::new(RespBody {
         conn: Some(conn),
         upload,
         decoder,
-        keep_alive: head.keep_alive,
+        keep_alive: resp_head.keep_alive,
         home: Some(home),
     });
-    *resp.status_mut() = head.status;
-    *resp.version_mut() = head.version;
-    *resp.headers_mut() = head.headers;
+    *resp.status_mut() = resp_head.status;
+    *resp.version_mut() = resp_head.version;
+    *resp.headers_mut() = resp_head.headers;
     Ok(resp)
 }
 

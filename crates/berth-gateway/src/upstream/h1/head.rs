@@ -2,7 +2,7 @@
 //! the worker's response head parsed (httparse) with its body framing. Pure: no IO.
 
 use bytes::{Buf, BytesMut};
-use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
 
 use super::H1Error;
@@ -19,46 +19,84 @@ pub(crate) enum ReqFraming {
     Chunked,
 }
 
-/// Writes the head of a request with `method`, `path` (origin form) and `headers` to `out`,
-/// and returns its body framing: the `Content-Length` among `headers`, else `exact` (the body's
-/// known length: `Content-Length` is added, none for an empty body of a method without
-/// payload semantics), else chunked. A `Transfer-Encoding` among `headers` is not written: the
-/// framing is this function's.
+/// The head of a request to a worker, written straight from the client's parts (no header map
+/// is built for it).
+#[derive(Clone, Copy)]
+pub(crate) struct ReqHead<'a> {
+    pub(crate) method: &'a Method,
+    /// The worker's path prefix (its URL's path, may be empty) and the client's path and query.
+    pub(crate) prefix: &'a str,
+    pub(crate) path: &'a str,
+    /// The worker's `Host`.
+    pub(crate) host: Option<&'a HeaderValue>,
+    /// The client's headers; those `forward` accepts go on, except `Host`,
+    /// `Transfer-Encoding` (the framing is the writer's) and any named in `Connection`.
+    pub(crate) headers: &'a HeaderMap,
+    pub(crate) forward: fn(&HeaderName) -> bool,
+    /// A body the gateway rewrote: its length replaces the client's `Content-Length`.
+    pub(crate) length: Option<u64>,
+}
+
+impl std::fmt::Debug for ReqHead<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReqHead")
+            .field("method", self.method)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Writes `head` to `out` and returns its body framing: the rewritten length, else the
+/// client's `Content-Length`, else `exact` (the body's known length: `Content-Length` is added,
+/// none for an empty body of a method without payload semantics), else chunked.
 pub(crate) fn write_request_head(
     out: &mut Vec<u8>,
-    method: &Method,
-    path: &str,
-    headers: &HeaderMap,
+    head: &ReqHead<'_>,
     exact: Option<u64>,
 ) -> Result<ReqFraming, H1Error> {
-    out.extend_from_slice(method.as_str().as_bytes());
+    out.extend_from_slice(head.method.as_str().as_bytes());
     out.push(b' ');
-    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(head.prefix.as_bytes());
+    out.extend_from_slice(head.path.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-    let mut framing = None;
-    for (name, value) in headers {
-        if name == TRANSFER_ENCODING {
+    if let Some(host) = head.host {
+        put_header(out, b"host", host.as_bytes());
+    }
+    let listing = head.headers.contains_key(CONNECTION);
+    let mut framing = head.length.map(ReqFraming::Length);
+    for (name, value) in head.headers {
+        if name == HOST
+            || name == TRANSFER_ENCODING
+            || !(head.forward)(name)
+            || (listing && named_in_connection(head.headers, name))
+        {
             continue;
         }
         if name == CONTENT_LENGTH {
-            let n =
-                parse_length(value.as_bytes()).ok_or(H1Error::Request("invalid content-length"))?;
-            if framing.is_some_and(|f| f != ReqFraming::Length(n)) {
-                return Err(H1Error::Request("conflicting content-length"));
-            }
-            if framing.is_some() {
+            if head.length.is_some() {
                 continue;
             }
-            framing = Some(ReqFraming::Length(n));
+            let n =
+                parse_length(value.as_bytes()).ok_or(H1Error::Request("invalid content-length"))?;
+            match framing {
+                Some(f) if f != ReqFraming::Length(n) => {
+                    return Err(H1Error::Request("conflicting content-length"));
+                }
+                Some(_) => continue,
+                None => framing = Some(ReqFraming::Length(n)),
+            }
         }
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        put_header(out, name.as_str().as_bytes(), value.as_bytes());
     }
     let framing = match (framing, exact) {
+        (Some(ReqFraming::Length(n)), _) if head.length == Some(n) => {
+            out.extend_from_slice(b"content-length: ");
+            out.extend_from_slice(itoa(n, &mut [0; 20]));
+            out.extend_from_slice(b"\r\n");
+            ReqFraming::Length(n)
+        }
         (Some(f), _) => f,
-        (None, Some(0)) if !payload_method(method) => ReqFraming::Length(0),
+        (None, Some(0)) if !payload_method(head.method) => ReqFraming::Length(0),
         (None, Some(n)) => {
             out.extend_from_slice(b"content-length: ");
             out.extend_from_slice(itoa(n, &mut [0; 20]));
@@ -72,6 +110,24 @@ pub(crate) fn write_request_head(
     };
     out.extend_from_slice(b"\r\n");
     Ok(framing)
+}
+
+fn put_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Whether a `Connection` header of `headers` names `name` (a hop-by-hop header of the
+/// client's connection). Only looked at when there is a `Connection` header.
+fn named_in_connection(headers: &HeaderMap, name: &HeaderName) -> bool {
+    headers.get_all(CONNECTION).iter().any(|v| {
+        v.as_bytes().split(|b| *b == b',').any(|t| {
+            t.trim_ascii()
+                .eq_ignore_ascii_case(name.as_str().as_bytes())
+        })
+    })
 }
 
 /// Methods whose empty body is still announced (`Content-Length: 0`).

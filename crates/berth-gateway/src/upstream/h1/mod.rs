@@ -29,6 +29,7 @@ mod head;
 
 pub(crate) use conn::H1Conn;
 pub(crate) use exchange::{GiveBack, RespBody, send};
+pub(crate) use head::ReqHead;
 
 /// Why an exchange or a response body failed.
 #[derive(Debug, thiserror::Error)]

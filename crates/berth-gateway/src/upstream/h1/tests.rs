@@ -12,12 +12,17 @@ use http_body_util::{BodyExt, Full};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
 use super::decode::{Decoder, Step};
-use super::head::{BodyFraming, Parsed, ReqFraming, parse_response, write_request_head};
+use super::exchange::{RespBody, SendFail};
+use super::head::{BodyFraming, Parsed, ReqFraming, ReqHead, parse_response, write_request_head};
 use super::{GiveBack, H1Conn, H1Error, send};
 
 // ---- heads
 
-fn head(method: &Method, headers: &[(&str, &str)], exact: Option<u64>) -> (String, ReqFraming) {
+fn keep_all(_: &http::HeaderName) -> bool {
+    true
+}
+
+fn header_map(headers: &[(&str, &str)]) -> HeaderMap {
     let mut map = HeaderMap::new();
     for (k, v) in headers {
         map.append(
@@ -25,28 +30,35 @@ fn head(method: &Method, headers: &[(&str, &str)], exact: Option<u64>) -> (Strin
             HeaderValue::from_str(v).unwrap(),
         );
     }
+    map
+}
+
+fn head(method: &Method, headers: &[(&str, &str)], exact: Option<u64>) -> (String, ReqFraming) {
+    let map = header_map(headers);
+    let head = ReqHead {
+        method,
+        prefix: "",
+        path: "/v1/chat?x=1",
+        host: None,
+        headers: &map,
+        forward: keep_all,
+        length: None,
+    };
     let mut out = Vec::new();
-    let framing = write_request_head(&mut out, method, "/v1/chat?x=1", &map, exact).unwrap();
+    let framing = write_request_head(&mut out, &head, exact).unwrap();
     (String::from_utf8(out).unwrap(), framing)
 }
 
 #[test]
 fn the_request_head_carries_the_framing() {
-    let (h, f) = head(
-        &Method::POST,
-        &[("host", "w:1"), ("content-length", "12")],
-        None,
-    );
+    let (h, f) = head(&Method::POST, &[("a", "1"), ("content-length", "12")], None);
     assert_eq!(
         h,
-        "POST /v1/chat?x=1 HTTP/1.1\r\nhost: w:1\r\ncontent-length: 12\r\n\r\n"
+        "POST /v1/chat?x=1 HTTP/1.1\r\na: 1\r\ncontent-length: 12\r\n\r\n"
     );
     assert_eq!(f, ReqFraming::Length(12));
-    let (h, f) = head(&Method::POST, &[("host", "w:1")], Some(1234));
-    assert!(
-        h.ends_with("host: w:1\r\ncontent-length: 1234\r\n\r\n"),
-        "{h}"
-    );
+    let (h, f) = head(&Method::POST, &[("a", "1")], Some(1234));
+    assert!(h.ends_with("a: 1\r\ncontent-length: 1234\r\n\r\n"), "{h}");
     assert_eq!(f, ReqFraming::Length(1234));
     // a client's transfer-encoding is not passed on; unknown length goes chunked
     let (h, f) = head(&Method::POST, &[("transfer-encoding", "chunked")], None);
@@ -60,11 +72,48 @@ fn the_request_head_carries_the_framing() {
     assert_eq!(f, ReqFraming::Length(0));
     let (h, _) = head(&Method::POST, &[], Some(0));
     assert!(h.ends_with("content-length: 0\r\n\r\n"), "{h}");
-    let mut map = HeaderMap::new();
-    map.append("content-length", HeaderValue::from_static("1"));
-    map.append("content-length", HeaderValue::from_static("2"));
-    let err = write_request_head(&mut Vec::new(), &Method::POST, "/", &map, None);
+    let map = header_map(&[("content-length", "1"), ("content-length", "2")]);
+    let conflicting = ReqHead {
+        method: &Method::POST,
+        prefix: "",
+        path: "/",
+        host: None,
+        headers: &map,
+        forward: keep_all,
+        length: None,
+    };
+    let err = write_request_head(&mut Vec::new(), &conflicting, None);
     assert!(err.is_err(), "conflicting lengths are refused");
+}
+
+#[test]
+fn the_request_head_is_the_workers() {
+    let map = header_map(&[
+        ("host", "gateway"),
+        ("connection", "keep-alive, x-private"),
+        ("x-private", "1"),
+        ("x-dropped", "1"),
+        ("content-length", "3"),
+        ("authorization", "Bearer t"),
+    ]);
+    let host = HeaderValue::from_static("worker:8000");
+    let head = ReqHead {
+        method: &Method::POST,
+        prefix: "/base",
+        path: "/v1/chat",
+        host: Some(&host),
+        headers: &map,
+        forward: |n| n != "x-dropped" && n != "connection",
+        // the body was rewritten (a data-parallel rank): its length replaces the client's
+        length: Some(17),
+    };
+    let mut out = Vec::new();
+    let framing = write_request_head(&mut out, &head, Some(17)).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "POST /base/v1/chat HTTP/1.1\r\nhost: worker:8000\r\nauthorization: Bearer t\r\ncontent-length: 17\r\n\r\n"
+    );
+    assert_eq!(framing, ReqFraming::Length(17));
 }
 
 fn parsed(raw: &str, method: &Method) -> Result<Parsed, H1Error> {
@@ -295,6 +344,30 @@ async fn read_request(worker: &mut DuplexStream, body: usize) -> String {
     String::from_utf8(got).unwrap()
 }
 
+/// Sends `req` as it is (every header, its `Host` as the worker's).
+async fn send_req<B, R>(
+    conn: H1Conn<DuplexStream>,
+    req: Request<B>,
+    home: R,
+) -> Result<http::Response<RespBody<DuplexStream, B, R>>, SendFail>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+    R: GiveBack<DuplexStream>,
+{
+    let (parts, body) = req.into_parts();
+    let head = ReqHead {
+        method: &parts.method,
+        prefix: "",
+        path: parts.uri.path_and_query().map_or("/", |p| p.as_str()),
+        host: parts.headers.get(http::header::HOST),
+        headers: &parts.headers,
+        forward: keep_all,
+        length: None,
+    };
+    send(conn, &head, body, home).await
+}
+
 fn post(body: &'static str) -> Request<Full<Bytes>> {
     Request::post("/v1/chat/completions")
         .header("host", "worker")
@@ -316,7 +389,7 @@ async fn a_length_framed_exchange_hands_its_connection_back() {
             .unwrap();
         (req, worker)
     });
-    let resp = send(H1Conn::new(gw), post("hello"), kept.clone())
+    let resp = send_req(H1Conn::new(gw), post("hello"), kept.clone())
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
@@ -340,7 +413,7 @@ async fn a_length_framed_exchange_hands_its_connection_back() {
             .unwrap();
         worker
     });
-    let resp = send(conn, post("hi"), kept.clone()).await.unwrap();
+    let resp = send_req(conn, post("hi"), kept.clone()).await.unwrap();
     assert_eq!(resp.status(), 204);
     assert!(resp.body().is_end_stream());
     drop(resp);
@@ -368,7 +441,7 @@ async fn a_chunked_response_is_decoded_and_the_connection_kept() {
         }
         worker
     });
-    let resp = send(H1Conn::new(gw), post("hello"), kept.clone())
+    let resp = send_req(H1Conn::new(gw), post("hello"), kept.clone())
         .await
         .unwrap();
     assert_eq!(resp.headers()["transfer-encoding"], "chunked");
@@ -391,7 +464,7 @@ async fn a_close_delimited_response_ends_with_the_connection() {
         worker.write_all(b"it").await.unwrap();
         // dropped: the end of the body
     });
-    let resp = send(H1Conn::new(gw), post("hello"), kept.clone())
+    let resp = send_req(H1Conn::new(gw), post("hello"), kept.clone())
         .await
         .unwrap();
     let body = resp.into_body().collect().await.unwrap().to_bytes();
@@ -414,7 +487,7 @@ async fn a_worker_that_closes_mid_body_breaks_the_body() {
             .await
             .unwrap();
     });
-    let resp = send(H1Conn::new(gw), post("hello"), kept.clone())
+    let resp = send_req(H1Conn::new(gw), post("hello"), kept.clone())
         .await
         .unwrap();
     let mut body = resp.into_body();
@@ -438,7 +511,7 @@ async fn a_head_response_has_no_body_whatever_its_length() {
         std::future::pending::<()>().await;
     });
     let req = Request::head("/").body(Full::new(Bytes::new())).unwrap();
-    let resp = send(H1Conn::new(gw), req, kept.clone()).await.unwrap();
+    let resp = send_req(H1Conn::new(gw), req, kept.clone()).await.unwrap();
     assert_eq!(resp.headers()["content-length"], "100");
     let body = resp.into_body().collect().await.unwrap().to_bytes();
     assert!(body.is_empty());
@@ -455,7 +528,7 @@ async fn a_reused_connection_closed_before_answering_is_stale_and_a_fresh_one_is
         });
         let mut conn = H1Conn::new(gw);
         conn.reused = reused;
-        let fail = send(conn, post("hello"), ()).await.unwrap_err();
+        let fail = send_req(conn, post("hello"), ()).await.unwrap_err();
         assert_eq!(fail.stale, reused, "{}", fail.error);
     }
     // an answer that broke off after its first byte is no stale connection
@@ -466,7 +539,7 @@ async fn a_reused_connection_closed_before_answering_is_stale_and_a_fresh_one_is
     });
     let mut conn = H1Conn::new(gw);
     conn.reused = true;
-    let fail = send(conn, post("hello"), ()).await.unwrap_err();
+    let fail = send_req(conn, post("hello"), ()).await.unwrap_err();
     assert!(!fail.stale, "{}", fail.error);
 }
 
@@ -511,7 +584,7 @@ async fn a_streamed_upload_goes_chunked_and_keeps_going_after_an_early_answer() 
         .header("host", "w")
         .body(Fed(rx))
         .unwrap();
-    let resp = send(H1Conn::new(gw), req, kept.clone()).await.unwrap();
+    let resp = send_req(H1Conn::new(gw), req, kept.clone()).await.unwrap();
     let mut body = resp.into_body();
     assert_eq!(
         body.frame().await.unwrap().unwrap().into_data().unwrap(),
@@ -544,7 +617,7 @@ async fn a_response_that_ends_before_its_upload_closes_the_connection() {
         std::future::pending::<()>().await;
     });
     let req = Request::post("/up").body(Fed(rx)).unwrap();
-    let resp = send(H1Conn::new(gw), req, kept.clone()).await.unwrap();
+    let resp = send_req(H1Conn::new(gw), req, kept.clone()).await.unwrap();
     assert_eq!(resp.status(), 413);
     drop(resp.into_body().collect().await.unwrap());
     assert_eq!(
@@ -562,7 +635,7 @@ async fn a_body_longer_than_its_content_length_is_refused() {
         .header("content-length", "2")
         .body(Full::new(Bytes::from_static(b"too long")))
         .unwrap();
-    let fail = send(H1Conn::new(gw), req, ()).await.unwrap_err();
+    let fail = send_req(H1Conn::new(gw), req, ()).await.unwrap_err();
     assert!(matches!(fail.error, H1Error::Request(_)), "{}", fail.error);
     assert!(!fail.stale);
 }

@@ -10,8 +10,9 @@
 //! - `tls/`: rustls: HTTPS towards clients, `https://` workers (CA, mTLS);
 //!   `request_body/`: the client's body (read-ahead, deadlines, the `model` lookahead, the
 //!   byte budget of buffered bodies).
-//! - `upstream/`: worker addresses, connections, the per-IO-loop pool, the replayable request
-//!   body, and the one upstream attempt both dispatchers call.
+//! - `upstream/`: worker addresses, connections, the gateway's own HTTP/1 client for the request
+//!   path (`h1/`), the per-IO-loop pool, the replayable request body, and the one upstream
+//!   attempt both dispatchers call.
 //! - `registry/`: workers, health checks, circuit breakers, the lock-free worker view.
 //! - [`admission`] (`--max-concurrent-requests`, the queue, the rate bucket), [`pd`] (the
 //!   prefill leg), `store/` (the shared pin store, `--sticky-store`), `discovery/`

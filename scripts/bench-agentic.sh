@@ -129,6 +129,8 @@ for TRACE in "$@"; do
                 start_router "$router" "$policy" ${extra//,/ }
                 art="$OUT/art/$name-$lname-${row//[:,]/_}-$run"
                 bench "$GW" "$mode" "$art" && row_line "$row" "$art" >>"$tsv"
+                # the router's own counters (moves, placements) next to the bench's artifacts
+                curl -fsS "http://127.0.0.1:$((BASE + 11))/metrics" >"$art/router-metrics.txt" 2>/dev/null || true
                 stop_all
             done
         done

@@ -7,16 +7,17 @@
 # Usage: scripts/bench-agentic.sh TRACE.jsonl [TRACE2.jsonl ...]
 #   env: BIN (target/release/berth)   SMG (/work/venv-smg/bin/smg; rows smg:* skipped if absent)
 #        RUNS (3)  BASE_PORT (24000)  OUT (/tmp/berth-bench-agentic)
-#        LOADS ("light:8000:32768 burst:2000:20480 burst-overkv:2000:8192"): load levels as
-#              name:prefill-tokens-per-sec:kv-tokens-per-worker[:sessions-per-sec]. Without a
-#              rate every session of the trace is live from the start (--fixed-schedule: the
-#              aiperf traces' first turns all have timestamp 0, so the run opens with a burst of
-#              cold first turns and then thins out); with one, sessions arrive open-loop at that
-#              rate (Poisson, seeded) and each replays its turns after its recorded delays, a
-#              steady load whose prefill utilization is rate x work per session / the fleet's
-#              prefill rate (printed as "offered" above each table). The targets of issue #21 are
-#              judged on a level near prefill saturation (docs/benchmarks.md, "how the levels
-#              were chosen")
+#        LOADS ("light:8000:32768 burst:2000:20480 saturated:1100:20480 overkv:1100:8192"):
+#              load levels as name:prefill-tokens-per-sec:kv-tokens-per-worker[:sessions-per-sec].
+#              Without a rate the trace's own schedule (aiperf's --fixed-schedule: the
+#              agentic-code traces' first turns all have timestamp 0, then each turn follows its
+#              recorded delay after the previous answer); with one, sessions start open-loop at
+#              that rate (aiperf's --request-rate with --arrival-pattern poisson, seeded) and each
+#              replays its turns after their recorded delays. Each table prints the level's
+#              offered prefill utilization (what an ideal router's fleet would be busy) and each
+#              row's busy share; issue #21's targets are judged on the levels near prefill
+#              saturation with the KV holding the live working set (docs/benchmarks.md, session 4
+#              of issue #21: how the levels were chosen)
 #        SPEEDUP (20) --replay-speedup (think times / 20); TSCALE (0.2) sim time scale
 #        BLOCK (16) tokens per trace hash id (1/32 of the trace's 512); OUTTOK (32)
 #        SAMPLE (1.0) --trace-session-sample; SESSIONS (all) --num-sessions
@@ -25,7 +26,8 @@
 #              header stands in for nginx's `hash $http_x_smg_routing_key consistent`);
 #              routing header (the bench's x-smg-routing-key per session) or none; the
 #              nginx rows run with --disable-worker-overload-protection (nginx has none)
-#   e.g. RUNS=1 LOADS=saturated:2000:20480 scripts/bench-agentic.sh /tmp/t/dataset.jsonl
+#   e.g. RUNS=1 LOADS=saturated:1100:20480 scripts/bench-agentic.sh /tmp/t/dataset.jsonl
+#        SPEEDUP=80 LOADS=saturated-open:3200:32768:9 scripts/bench-agentic.sh /tmp/t96/dataset.jsonl
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$ROOT/target/release/berth}
@@ -33,7 +35,7 @@ SMG=${SMG:-/work/venv-smg/bin/smg}
 RUNS=${RUNS:-3}
 BASE=${BASE_PORT:-24000}
 OUT=${OUT:-/tmp/berth-bench-agentic}
-LOADS=${LOADS:-"light:8000:32768 burst:2000:20480 burst-overkv:2000:8192"}
+LOADS=${LOADS:-"light:8000:32768 burst:2000:20480 saturated:1100:20480 overkv:1100:8192"}
 SPEEDUP=${SPEEDUP:-20}
 TSCALE=${TSCALE:-0.2}
 BLOCK=${BLOCK:-16}

@@ -7,13 +7,17 @@
 # Usage: scripts/bench-agentic.sh TRACE.jsonl [TRACE2.jsonl ...]
 #   env: BIN (target/release/berth)   SMG (/work/venv-smg/bin/smg; rows smg:* skipped if absent)
 #        RUNS (3)  BASE_PORT (24000)  OUT (/tmp/berth-bench-agentic)
-#        LOADS ("comfortable:8000:32768 busy:3000:20480 saturated:2000:20480 overkv:2000:8192"):
-#              load levels as name:prefill-tokens-per-sec:kv-tokens-per-worker; every session of
-#              the trace is live from the start (--fixed-schedule), so load rises as prefill
-#              slows, and KV pressure as the workers' KV shrinks. On the committed-scale traces
-#              (BLOCK 16; live context ~70-80k tokens) `saturated` is issue #21's definition (the
-#              fleet's KV holds about the live working set, prefill near saturation) and `overkv`
-#              has more live context than the fleet's KV (docs/benchmarks.md)
+#        LOADS ("light:8000:32768 burst:2000:20480 saturated:1100:20480 overkv:1100:8192"):
+#              load levels as name:prefill-tokens-per-sec:kv-tokens-per-worker[:sessions-per-sec].
+#              Without a rate the trace's own schedule (aiperf's --fixed-schedule: the
+#              agentic-code traces' first turns all have timestamp 0, then each turn follows its
+#              recorded delay after the previous answer); with one, sessions start open-loop at
+#              that rate (aiperf's --request-rate with --arrival-pattern poisson, seeded) and each
+#              replays its turns after their recorded delays. Each table prints the level's
+#              offered prefill utilization (what an ideal router's fleet would be busy) and each
+#              row's busy share; issue #21's targets are judged on the levels near prefill
+#              saturation with the KV holding the live working set (docs/benchmarks.md, session 4
+#              of issue #21: how the levels were chosen)
 #        SPEEDUP (20) --replay-speedup (think times / 20); TSCALE (0.2) sim time scale
 #        BLOCK (16) tokens per trace hash id (1/32 of the trace's 512); OUTTOK (32)
 #        SAMPLE (1.0) --trace-session-sample; SESSIONS (all) --num-sessions
@@ -22,7 +26,8 @@
 #              header stands in for nginx's `hash $http_x_smg_routing_key consistent`);
 #              routing header (the bench's x-smg-routing-key per session) or none; the
 #              nginx rows run with --disable-worker-overload-protection (nginx has none)
-#   e.g. RUNS=1 LOADS=saturated:2000:20480 scripts/bench-agentic.sh /tmp/t/dataset.jsonl
+#   e.g. RUNS=1 LOADS=saturated:1100:20480 scripts/bench-agentic.sh /tmp/t/dataset.jsonl
+#        SPEEDUP=80 LOADS=saturated-open:3200:32768:9 scripts/bench-agentic.sh /tmp/t96/dataset.jsonl
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$ROOT/target/release/berth}
@@ -30,7 +35,7 @@ SMG=${SMG:-/work/venv-smg/bin/smg}
 RUNS=${RUNS:-3}
 BASE=${BASE_PORT:-24000}
 OUT=${OUT:-/tmp/berth-bench-agentic}
-LOADS=${LOADS:-"comfortable:8000:32768 busy:3000:20480 saturated:2000:20480 overkv:2000:8192"}
+LOADS=${LOADS:-"light:8000:32768 burst:2000:20480 saturated:1100:20480 overkv:1100:8192"}
 SPEEDUP=${SPEEDUP:-20}
 TSCALE=${TSCALE:-0.2}
 BLOCK=${BLOCK:-16}
@@ -90,30 +95,33 @@ start_router() { # router policy [extra router flags]
 bench() { # url routing dir
     local sessions=()
     [ -n "${SESSIONS:-}" ] && sessions=(--num-sessions "$SESSIONS")
+    local schedule=(--fixed-schedule)
+    [ -n "$rate" ] && schedule=(--request-rate "$rate" --arrival-pattern poisson --concurrency 100000)
     "$BIN" bench --url "$1" --session-routing "$2" --input-file "$TRACE" \
         --custom-dataset-type mooncake_trace --prompt-input-tokens-block-size "$BLOCK" \
-        --trace-max-output-tokens "$OUTTOK" --fixed-schedule --replay-speedup "$SPEEDUP" \
+        --trace-max-output-tokens "$OUTTOK" "${schedule[@]}" --replay-speedup "$SPEEDUP" \
         --trace-session-sample "$SAMPLE" "${sessions[@]}" --random-seed 1 \
         --expected-workers "${EXPECTED:-4}" --endpoint-type chat --streaming --quiet \
         --allow-failed-requests --artifact-dir "$3" >/dev/null
 }
 
-row_line() { # label dir: one TSV line of the figures of summary.json
-    jq -r --arg l "$1" '.summary | [$l, .cached_ratio, .ideal_cached_ratio, .ttft_ms.p50,
-        .ttft_ms.p90, .ttft_ms.p99, .load_max_over_mean, .uncached_max_over_mean,
-        .stickiness.ratio, .failed] | @tsv' "$2/summary.json"
+row_line() { # label dir: one TSV line of the figures of summary.json (+ the records' path)
+    jq -r --arg l "$1" --arg d "$2" '.summary | [$l, .cached_ratio, .ideal_cached_ratio,
+        .ttft_ms.p50, .ttft_ms.p90, .ttft_ms.p99, .load_max_over_mean, .uncached_max_over_mean,
+        .stickiness.ratio, .failed, $d] | @tsv' "$2/summary.json"
 }
 
 for TRACE in "$@"; do
     name=$(basename "$(dirname "$TRACE")")
     for load in $LOADS; do
-        IFS=: read -r lname prefill kv <<<"$load"
+        IFS=: read -r lname prefill kv rate <<<"$load"
         tsv="$OUT/$name-$lname.tsv"
         : >"$tsv"
         for run in $(seq 1 "$RUNS"); do
             # the pooled ceiling: one worker with the fleet's KV, no queueing
             start_sims 1 $((kv * 4)) 0 "$prefill"
-            EXPECTED=1 bench "${URLS[0]}" none "$OUT/art" && row_line pooled "$OUT/art" >>"$tsv"
+            pooled="$OUT/art/$name-$lname-pooled-$run"
+            EXPECTED=1 bench "${URLS[0]}" none "$pooled" && row_line pooled "$pooled" >>"$tsv"
             stop_all
             for row in $ROWS; do
                 IFS=: read -r router policy routing extra <<<"$row"
@@ -123,11 +131,14 @@ for TRACE in "$@"; do
                 start_router "$router" "$policy" ${extra//,/ }
                 art="$OUT/art/$name-$lname-${row//[:,]/_}-$run"
                 bench "$GW" "$mode" "$art" && row_line "$row" "$art" >>"$tsv"
+                # the router's own counters (moves, placements) next to the bench's artifacts
+                curl -fsS "http://127.0.0.1:$((BASE + 11))/metrics" >"$art/router-metrics.txt" 2>/dev/null || true
                 stop_all
             done
         done
         echo
-        echo "### $name, $lname: prefill $prefill tokens/s, KV $kv tokens per worker, $RUNS run(s)"
-        python3 "$ROOT/scripts/bench-agentic-table.py" "$tsv"
+        arrivals=${rate:+, sessions arriving at $rate/s}
+        echo "### $name, $lname: prefill $prefill tokens/s, KV $kv tokens per worker$arrivals, $RUNS run(s)"
+        python3 "$ROOT/scripts/bench-agentic-table.py" "$tsv" "$prefill" "$TSCALE" 4 "${rate:-}"
     done
 done

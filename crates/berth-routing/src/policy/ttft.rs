@@ -116,6 +116,10 @@ pub(crate) struct Evaluation {
     /// `agentic`: the request's session's turns per second and the turns it took before this
     /// one (zeros for a new or keyless one).
     pub(crate) session_rate: (f64, u32),
+    /// `agentic`: what one typical turn's prefill takes, ms (the fleet's base cost plus its
+    /// per-token cost times the candidates' mean uncached tokens per placement; 0 for
+    /// `ttft_aware`).
+    pub(crate) turn_ms: f64,
     pub(crate) estimates: Vec<Estimate>,
 }
 
@@ -291,6 +295,18 @@ impl TtftAware {
             _ => None,
         };
         let (sets, session_rate) = self.working_sets(cands, session);
+        let turn_ms = match &self.ledger {
+            Some(_) => {
+                let own: Vec<f64> = cands
+                    .iter()
+                    .filter_map(|w| snap.stats(*w))
+                    .map(|s| self.state(s).mean_own_tokens())
+                    .collect();
+                let mean = own.iter().sum::<f64>() / own.len().max(1) as f64;
+                fleet.base_ms + fleet.per_token_ms * mean
+            }
+            None => 0.0,
+        };
         let estimates = cands
             .iter()
             .zip(matched)
@@ -339,6 +355,7 @@ impl TtftAware {
             prompt_tokens: prompt,
             common_tokens: common.min(prompt),
             session_rate,
+            turn_ms,
             estimates,
         }
     }

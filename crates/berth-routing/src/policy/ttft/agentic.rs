@@ -15,9 +15,17 @@
 //! sending those tokens again will cost. A prefix every candidate holds is the same on every
 //! worker, so it decides nothing and is not counted in working sets.
 //!
-//! - **New sessions and keyless requests** go to the least `cost`; near-ties (within 1 ms or
-//!   1%) to the least working set (the most free KV), then at random. There is no "holder
-//!   wins" rule: holding the prompt counts only as the prefill it saves.
+//! - **New sessions and keyless requests** go, among the candidates whose `cost` is within one
+//!   typical turn's prefill of the least (`Evaluation::turn_ms`; at least 1 ms or 1%), to the
+//!   one whose live sessions send the fewest turns per second (the ledger's turn rates, within
+//!   [`RATE_TIE`]), and of those to the least `cost`; near-ties (1 ms or 1%) to the least
+//!   working set (the most free KV), then at random. The queue a worker shows now says little
+//!   about the next second when its sessions are in a pause between turns; their turn rate
+//!   says what they will send, and a worker one turn behind now with fewer sessions sending is
+//!   ahead within a turn. Until rates are known (the first turns of a fleet) the cost alone
+//!   decides. There is no "holder wins" rule: holding the prompt counts only as the prefill it
+//!   saves, and a holder's saving of more than a turn's prefill keeps it out of reach of the
+//!   band.
 //! - **A pinned session moves** only when staying is clearly worse than re-prefilling its whole
 //!   history on the best other worker *and* the eviction that copy causes there:
 //!   `TTFT(pinned) > factor x cost(other) + move_margin_ms` (`cost(other)` holds the history's
@@ -56,6 +64,9 @@ pub(crate) const REBALANCE_OVER: f64 = 1.1;
 /// that has sent a few is likely to send many more (the imbalance comes from long sessions),
 /// while moving a short one gains nothing and costs its cache.
 pub(crate) const REBALANCE_MIN_TURNS: u32 = 8;
+
+/// Turn rates within this share of the least count as equal at placement (then cost decides).
+pub(crate) const RATE_TIE: f64 = 0.05;
 
 /// Whether a worker sending `rate` turns per second is over its share of `rates` (every
 /// candidate's, itself included). Takes the rates as they are read (no collection: the pinned
@@ -106,9 +117,20 @@ fn cheapest<'a>(
     pool().nth(rng.below(n))
 }
 
-/// Where a request without a pin goes.
+/// Where a request without a pin goes: among the candidates within one typical turn's prefill
+/// of the least cost, to the one whose live sessions send the fewest turns (module docs,
+/// "Placement"); the cheapest of those.
 pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
-    cheapest(eval.estimates.iter(), rng).map(|e| e.worker)
+    let best = eval.estimates.iter().map(cost).min_by(f64::total_cmp)?;
+    let band = TIE_MS.max(best * TIE_REL).max(eval.turn_ms);
+    let close = || {
+        eval.estimates
+            .iter()
+            .filter(move |e| cost(e) <= best + band)
+    };
+    let least = close().map(|e| e.turn_rate).min_by(f64::total_cmp)?;
+    let calm = move |e: &&Estimate| e.turn_rate <= least * (1.0 + RATE_TIE) + f64::EPSILON;
+    cheapest(close().filter(calm), rng).map(|e| e.worker)
 }
 
 /// Where a session pinned to `pinned` moves, if staying is clearly worse than the move's whole

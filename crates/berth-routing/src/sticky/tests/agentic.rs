@@ -276,3 +276,60 @@ fn a_cheap_session_leaves_a_worker_over_its_share_of_turns_and_a_long_one_stays(
         "{fourth:?}"
     );
 }
+
+/// Placement reads the ledger's turn rates: three sessions on worker 0 and one on worker 1 take
+/// a turn every second, with every queue empty between turns. A new session costs the same on
+/// both (nothing of it is held anywhere), so the cost alone would send it to the smaller
+/// working set, worker 0 (worker 1's one session carries a long history); but worker 0's
+/// sessions send three turns a second against one, so it goes to worker 1. Once worker 1 is
+/// behind by more than one typical turn's prefill (a queue of 10,000 tokens: about a second),
+/// the cost decides again.
+#[test]
+fn a_new_session_goes_where_fewer_turns_are_coming_unless_that_worker_is_clearly_behind() {
+    let scenario = |queue_on_1: bool| {
+        let f = Fleet::new(2);
+        for s in &f.stats {
+            s.set_kv_capacity_tokens(1_000_000);
+        }
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let mut rng = Rng::seeded(21);
+        let mut sessions: Vec<(&str, u32, String)> = vec![
+            ("a", 0, fresh("session a", 300)),
+            ("b", 0, fresh("session b", 300)),
+            ("c", 0, fresh("session c", 300)),
+            ("d", 1, fresh("session d", 5000)),
+        ];
+        for secs in 1..=4 {
+            let now = Duration::from_secs(secs);
+            for (key, w, text) in &mut sessions {
+                text.push_str(&fresh(&format!("{key} turn {secs}"), 50));
+                let mut d = route(
+                    &r,
+                    &snap,
+                    Some(key),
+                    text,
+                    &all_but(WorkerId(*w), 2),
+                    now,
+                    &mut rng,
+                );
+                assert_eq!(d.worker, WorkerId(*w));
+                d.lease.first_byte(now, false);
+            }
+        }
+        let _held = queue_on_1.then(|| queue_on(&r, &snap, 1, 10, "queue"));
+        let t = fresh("a new session", 500);
+        route(
+            &r,
+            &snap,
+            Some("new"),
+            &t,
+            &[],
+            Duration::from_secs(4),
+            &mut rng,
+        )
+        .worker
+    };
+    assert_eq!(scenario(false), WorkerId(1));
+    assert_eq!(scenario(true), WorkerId(0));
+}

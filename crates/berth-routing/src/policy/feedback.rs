@@ -212,20 +212,24 @@ impl Feedback {
         if prev.worker != ticket.worker || prev.prompt_tokens == 0 {
             return None;
         }
+        let predicted = f64::from(prev.prompt_tokens);
+        let v = verdict(predicted, report.cached_tokens as f64);
         if self.mode == FeedbackMode::On
             && let (Some(a), Some(index)) = (prev.anchor, policy.index())
         {
             // the worker has just used the session's prefix: so does the index
-            index
-                .lock()
-                .touch_held(a.model, ticket.worker, a.depth as usize, a.hash);
+            let mut tree = index.lock();
+            let held = tree.touch_held(a.model, ticket.worker, a.depth as usize, a.hash);
+            if held && v != Verdict::Shortfall {
+                // and it had kept all of the previous turn
+                tree.answered(a.model, ticket.worker, a.depth as usize, a.hash);
+            }
         }
-        let predicted = f64::from(prev.prompt_tokens);
         Some(Observation {
             worker: ticket.worker,
             predicted_tokens: predicted,
             reported_tokens: report.cached_tokens,
-            verdict: verdict(predicted, report.cached_tokens as f64),
+            verdict: v,
             corrected_chunks: 0,
             from_session: true,
         })
@@ -256,42 +260,60 @@ impl Feedback {
         if self.mode != FeedbackMode::On || stats.is_none() {
             return (Some(obs), None);
         }
-        let mut sample = None;
+        let mut evidence = None;
         let mut tree = index.lock();
+        let model = exp.prior.model;
         if v == Verdict::Shortfall {
             let keep = kept_chunks(report.cached_tokens, per);
             let c = tree.correct(&exp.hashes, exp.worker, &exp.prior, keep);
             obs.corrected_chunks = c.dropped;
-            // room the worker evidently had: what it kept of ours used after the lost part,
-            // and this prompt's uncached tokens
-            let prompt = report
-                .prompt_tokens
-                .map_or(exp.hashes.text_len() as f64 / per, |p| p as f64);
-            sample = c
-                .newer_bytes
-                .map(|b| b as f64 / per + (prompt - report.cached_tokens as f64).max(0.0));
+            if keep < exp.prior.answered {
+                // the worker lost part of what an earlier answer had shown it holding
+                if keep == 0 {
+                    // even the prompt's first chunk, which an engine evicting least recently
+                    // used blocks loses last: a flush or a restart, no capacity change
+                    tree.forget_answers(model, exp.worker);
+                } else {
+                    // an eviction: room the worker evidently had is what it kept of ours used
+                    // after the lost part, and this prompt's uncached tokens
+                    let prompt = report
+                        .prompt_tokens
+                        .map_or(exp.hashes.text_len() as f64 / per, |p| p as f64);
+                    let uncached = (prompt - report.cached_tokens as f64).max(0.0);
+                    evidence = c.newer_bytes.map(|b| KvEvidence::Evicted {
+                        room: b as f64 / per + uncached,
+                    });
+                }
+            }
             // the worker has just computed the whole prompt
             let cap = policy.insert_cap(stats.map(Arc::as_ref), exp.bytes_per_token);
-            tree.insert(exp.prior.model, &exp.hashes, exp.worker, cap);
+            tree.insert(model, &exp.hashes, exp.worker, cap);
+        } else if v == Verdict::Confirmed
+            && exp.prior.answered > 0
+            && exp.prior.answered >= exp.prior.chunks
+        {
+            // it still held all of it that an earlier answer had shown
+            evidence = Some(KvEvidence::Kept);
         }
-        let anchor =
-            tree.held_end(exp.prior.model, &exp.hashes, exp.worker)
-                .map(|(depth, hash)| Anchor {
-                    model: exp.prior.model,
+        let anchor = tree
+            .held_end(model, &exp.hashes, exp.worker)
+            .map(|(depth, hash)| {
+                // the worker holds this whole prompt now
+                tree.answered(model, exp.worker, depth, hash);
+                Anchor {
+                    model,
                     depth: u32::try_from(depth).unwrap_or(u32::MAX),
                     hash,
-                });
+                }
+            });
         drop(tree);
-        if let Some(s) = stats
-            && (v == Verdict::Shortfall || exp.prior.chunks > 0)
-        {
+        if let (Some(s), Some(evidence)) = (stats, evidence) {
             let ceiling = (self.ceiling_bytes as f64 / per) as u64;
             if let Some(next) = next_kv_estimate(
                 s.kv_capacity_tokens(),
                 ceiling,
                 s.learned_kv_tokens(),
-                v,
-                sample,
+                evidence,
             ) {
                 s.set_learned_kv_tokens(next);
             }
@@ -387,36 +409,48 @@ pub(crate) fn kept_chunks(reported: u64, per: f64) -> usize {
     chunks_in_bytes((reported as f64 * per) as usize)
 }
 
+/// What one answer says about its worker's KV capacity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KvEvidence {
+    /// The worker evicted part of a prefix an earlier answer had shown it holding, having had
+    /// room for about `room` tokens.
+    Evicted {
+        /// Tokens the worker evidently had room for.
+        room: f64,
+    },
+    /// The worker still held all of the prompt an earlier answer had shown it holding.
+    Kept,
+}
+
 /// The next effective KV estimate of a worker (tokens).
 ///
 /// `capacity`: what the worker reports (`max_total_num_tokens`), the prior and the ceiling;
-/// `ceiling` bounds it without one. `sample`: after a shortfall, the tokens the worker evidently
-/// had room for (`None`: nothing learned).
+/// `ceiling` bounds it without one. Only evidence about eviction moves it: an eviction a
+/// quarter of the way down toward the room the worker had (never up), a prefix kept 5% of the
+/// way back up toward the ceiling; within [ceiling / 4, ceiling].
 pub fn next_kv_estimate(
     capacity: Option<u64>,
     ceiling: u64,
     current: Option<u64>,
-    verdict: Verdict,
-    sample: Option<f64>,
+    evidence: KvEvidence,
 ) -> Option<u64> {
     let hi = capacity.unwrap_or(ceiling).max(1);
     let lo = (hi / FLOOR_DIV).max(1);
-    let next = match (verdict, current.or(capacity), sample) {
-        (Verdict::Shortfall, _, None) => return current,
-        (Verdict::Shortfall, Some(est), Some(sample)) => {
+    let next = match (evidence, current.or(capacity)) {
+        (KvEvidence::Evicted { room }, Some(est)) => {
             let est = est as f64;
-            if sample < est {
-                est - DOWN * (est - sample)
+            if room < est {
+                est - DOWN * (est - room)
             } else {
                 est
             }
         }
-        (Verdict::Shortfall, None, Some(sample)) => sample,
-        (Verdict::Confirmed | Verdict::Surplus, Some(est), _) => {
+        (KvEvidence::Evicted { room }, None) => room,
+        (KvEvidence::Kept, Some(est)) => {
             let est = est as f64;
             est + (UP * (hi as f64 - est)).max(1.0)
         }
-        (Verdict::Confirmed | Verdict::Surplus, None, _) => return None,
+        (KvEvidence::Kept, None) => return None,
     };
     Some((next.round() as u64).clamp(lo, hi))
 }

@@ -435,10 +435,7 @@ impl TtftAware {
             let cap = super::feedback::kv_cap_bytes(Some(stats), self.bytes_per_token(req));
             let mut tree = self.index.lock();
             if let Some(model) = tree.model(req.model, snap) {
-                if let Some(cell) = req.prior {
-                    let _ = cell.set(tree.prior(model, &t, chosen));
-                }
-                tree.insert(model, &t, chosen, cap);
+                tree.insert_with_prior(model, &t, chosen, cap, req.prior);
             }
         }
         let est = eval.of(chosen)?;

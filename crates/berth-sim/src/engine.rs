@@ -4,8 +4,13 @@
 //! looks its prompt up in the KV cache, prefills in a lane serialized per worker, then decodes one
 //! token per step while every other running request decodes alongside (a continuous batch whose
 //! step time grows with its size). Time to first token is therefore queue wait plus uncached
-//! prefill, and a hot worker gets slower. Finishing inserts the prompt's and the output's blocks;
-//! a job dropped early (client gone) only unpins what it used.
+//! prefill, and a hot worker gets slower.
+//!
+//! As in SGLang and vLLM, the prefix is matched again when the job's prefill starts (a job that
+//! waited behind another with the same prefix reuses what that one just computed), and the
+//! prompt's blocks enter the cache as soon as its prefill completes, pinned while the job runs.
+//! Finishing adds the output's blocks; a job dropped early (client gone) only unpins what it
+//! used.
 //!
 //! Delays use `tokio::time`, so tests can pause the clock; at time scale 0 no timer is touched.
 
@@ -132,6 +137,7 @@ impl Engine {
             prompt,
             hashes,
             matched,
+            pinned: matched,
             new_tokens,
             queue_wait,
             prefill_time: Duration::ZERO,
@@ -181,7 +187,11 @@ pub(crate) struct Job {
     model: String,
     prompt: Vec<Token>,
     hashes: Vec<u64>,
+    /// Blocks of the prompt found cached (what the job reports as cached tokens).
     matched: usize,
+    /// Leading blocks of `hashes` this job holds pinned: the matched prefix, then, once
+    /// prefilled, the whole prompt.
+    pinned: usize,
     /// Prompt tokens past the cached prefix, counted in `Engine::running_new_tokens`.
     new_tokens: u64,
     queue_wait: Duration,
@@ -217,19 +227,67 @@ impl Job {
         self.prefill_time
     }
 
-    /// Prefills the uncached part of the prompt, serialized with every other prefill.
+    /// Prefills the uncached part of the prompt, serialized with every other prefill: the prefix
+    /// is matched again once the lane is free, and the prompt is cached when its prefill ends.
     pub(crate) async fn prefill(&mut self, slowdown: f64) {
-        let cached = self.cached_tokens();
-        let uncached = self.prompt_tokens() - cached;
-        let delay = self.engine.latency.prefill(uncached, cached, slowdown);
-        if !delay.is_zero() {
+        if self.engine.latency.is_instant() {
+            self.rematch();
+            self.cache_prompt();
+        } else {
             let start = Instant::now();
-            let _lane = self.engine.prefill_lane.lock().await;
+            let engine = Arc::clone(&self.engine);
+            let lane = engine.prefill_lane.lock().await;
+            self.rematch();
+            let cached = self.cached_tokens();
+            let uncached = self.prompt_tokens() - cached;
+            let delay = self.engine.latency.prefill(uncached, cached, slowdown);
             tokio::time::sleep(delay).await;
+            // Before the lane is free: the next job in it sees this prompt cached.
+            self.cache_prompt();
+            drop(lane);
             self.prefill_time = start.elapsed();
         }
         self.engine.decoding.fetch_add(1, Ordering::Relaxed);
         self.decoding = true;
+    }
+
+    /// Matches the prompt again (blocks another job cached while this one queued count as
+    /// cached, as a real engine's scheduler matches when it schedules the prefill).
+    fn rematch(&mut self) {
+        let max_blocks = self.prompt.len().saturating_sub(1) / BLOCK_TOKENS;
+        let mut kv = self.engine.lock_kv();
+        let now = kv.acquire(&self.hashes, max_blocks);
+        // Pinned blocks cannot be evicted, so `now >= self.pinned` always holds.
+        kv.release(&self.hashes, self.pinned);
+        drop(kv);
+        let gained = now.saturating_sub(self.matched);
+        let fewer = (gained * BLOCK_TOKENS) as u64;
+        let fewer = fewer.min(self.new_tokens);
+        self.engine
+            .running_new_tokens
+            .fetch_sub(fewer, Ordering::Relaxed);
+        self.new_tokens -= fewer;
+        self.matched = self.matched.max(now);
+        self.pinned = now;
+    }
+
+    /// Inserts the prompt's blocks into the cache and pins them while the job runs; its new
+    /// tokens are then counted as pinned blocks instead of `running_new_tokens`.
+    fn cache_prompt(&mut self) {
+        let mut kv = self.engine.lock_kv();
+        kv.insert(&self.hashes);
+        let held = kv.acquire(&self.hashes, self.hashes.len());
+        kv.release(&self.hashes, self.pinned);
+        drop(kv);
+        self.pinned = held;
+        // What did not become a pinned block (a partial last block, or blocks a full cache could
+        // not hold) stays counted as the job's own.
+        let outside =
+            (self.prompt.len().saturating_sub(held * BLOCK_TOKENS) as u64).min(self.new_tokens);
+        self.engine
+            .running_new_tokens
+            .fetch_sub(self.new_tokens - outside, Ordering::Relaxed);
+        self.new_tokens = outside;
     }
 
     /// Waits one decode step of the current batch.
@@ -247,14 +305,14 @@ impl Job {
         }
     }
 
-    /// Completes the request: its prompt and output blocks enter the cache.
+    /// Completes the request: its output blocks enter the cache after its prompt's.
     pub(crate) fn finish(mut self, output: &[Token]) {
         let mut full = std::mem::take(&mut self.prompt);
         full.extend_from_slice(output);
         let full_hashes = block_hashes(&self.model, &full);
         let mut kv = self.engine.lock_kv();
         kv.insert(&full_hashes);
-        kv.release(&self.hashes, self.matched);
+        kv.release(&self.hashes, self.pinned);
         drop(kv);
         self.finished = true;
     }
@@ -263,7 +321,7 @@ impl Job {
 impl Drop for Job {
     fn drop(&mut self) {
         if !self.finished {
-            self.engine.lock_kv().release(&self.hashes, self.matched);
+            self.engine.lock_kv().release(&self.hashes, self.pinned);
         }
         if self.decoding {
             self.engine.decoding.fetch_sub(1, Ordering::Relaxed);

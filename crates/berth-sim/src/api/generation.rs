@@ -104,18 +104,19 @@ async fn start(call: &mut Call) -> Result<(Job, Generation, Answer), SimError> {
     let prompt = std::mem::take(&mut call.req.prompt);
     let mut job = call.shared.engine.admit(&call.model, prompt).await?;
     let c = &call.shared.counters;
-    // A decode worker received the prompt's KV cache: no prefill here, and the prefix-cache hit
-    // it reports is the prefill worker's.
-    let cached = match call.role {
-        Role::Decode(RoomInfo { cached_tokens, .. }) => cached_tokens,
-        Role::Regular | Role::Prefill { .. } => job.cached_tokens(),
-    };
     Counters::bump(&c.prompt_tokens, job.prompt_tokens());
-    Counters::bump(&c.cached_tokens, cached);
     match call.role {
         Role::Decode(_) => job.skip_prefill(),
         Role::Regular | Role::Prefill { .. } => job.prefill(call.faults.slowdown).await,
     }
+    // A decode worker received the prompt's KV cache: no prefill here, and the prefix-cache hit
+    // it reports is the prefill worker's. Otherwise the hit is what the prefill found when it
+    // started (the prefix is matched again then).
+    let cached = match call.role {
+        Role::Decode(RoomInfo { cached_tokens, .. }) => cached_tokens,
+        Role::Regular | Role::Prefill { .. } => job.cached_tokens(),
+    };
+    Counters::bump(&c.cached_tokens, cached);
     if let Role::Prefill { room } = call.role {
         call.shared.rooms.ready(
             room,

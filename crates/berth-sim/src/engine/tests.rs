@@ -136,3 +136,61 @@ async fn kv_in_use_counts_running_requests_only_as_sglang_does() {
     drop(job);
     assert_eq!(engine.kv_in_use_tokens(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_job_queued_behind_the_same_prefix_reuses_it_as_engines_do() {
+    // Two prompts sharing a long prefix arrive together: the second waits for the prefill lane,
+    // then matches what the first one's prefill just cached (SGLang and vLLM match when they
+    // schedule the prefill, and cache a prompt when its prefill completes).
+    let engine = engine(8);
+    let shared = "word ".repeat(2000);
+    let a = tokio::spawn({
+        let engine = Arc::clone(&engine);
+        let prompt = format!("{shared} first question");
+        async move { run(&engine, &prompt, 64).await.1 }
+    });
+    tokio::task::yield_now().await;
+    let b = tokio::spawn({
+        let engine = Arc::clone(&engine);
+        let prompt = format!("{shared} second question");
+        async move { run(&engine, &prompt, 4).await.1 }
+    });
+    let (cached_a, cached_b) = (a.await.unwrap(), b.await.unwrap());
+    assert_eq!(cached_a, 0, "the first one found nothing");
+    assert!(
+        cached_b >= 1900,
+        "the second reuses the first's prefix although the first is still decoding: {cached_b}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_prefilled_prompt_is_pinned_and_counted_once_while_it_decodes() {
+    let engine = engine(8);
+    let tokens = tokenize(&long_prompt("pin"));
+    let n = tokens.len() as u64;
+    let mut job = engine.admit("m", tokens).await.unwrap();
+    assert_eq!(
+        engine.kv_in_use_tokens(),
+        n,
+        "before its prefill: its new tokens"
+    );
+    job.prefill(1.0).await;
+    let (cached, _) = engine.kv_tokens();
+    assert!(
+        cached > 0,
+        "the prompt is cached once its prefill completes"
+    );
+    assert_eq!(
+        engine.kv_in_use_tokens(),
+        n,
+        "after its prefill: its pinned blocks plus the partial last block, counted once"
+    );
+    assert_eq!(job.cached_tokens(), 0, "what it found cached is unchanged");
+    drop(job);
+    assert_eq!(engine.kv_in_use_tokens(), 0);
+    assert_eq!(
+        engine.kv_tokens().0,
+        cached,
+        "its blocks stay cached, unpinned"
+    );
+}

@@ -34,8 +34,6 @@
 //! that stream unread on the pinned path, so the estimate runs low; bounding by it cost cached
 //! share under KV pressure (docs/benchmarks.md). It is exported either way.
 
-use std::sync::Arc;
-
 use super::prefix_index::{Prior, chunks_in_bytes};
 use super::{Policy, PrefixHashes};
 use crate::{WorkerId, WorkerSnapshot, WorkerStats};
@@ -167,6 +165,11 @@ impl Feedback {
         self.mode != FeedbackMode::Off
     }
 
+    /// Whether a session's shortfall makes its next turn read (`on`).
+    pub(crate) fn rereads(&self) -> bool {
+        self.mode == FeedbackMode::On
+    }
+
     /// Whether the previous answer of pinned session `key` reported a shortfall (under `on`,
     /// its next turn is then read, so the index learns from it).
     pub(crate) fn session_short(&self, key: u128) -> bool {
@@ -274,20 +277,16 @@ impl Feedback {
                     // used blocks loses last: a flush or a restart, no capacity change
                     tree.forget_answers(model, exp.worker);
                 } else {
-                    // an eviction: room the worker evidently had is what it kept of ours used
-                    // after the lost part, and this prompt's uncached tokens
+                    // an eviction: the room the worker evidently had is what it kept of ours
+                    // used after the lost part, and this prompt
                     let prompt = report
                         .prompt_tokens
                         .map_or(exp.hashes.text_len() as f64 / per, |p| p as f64);
-                    let uncached = (prompt - report.cached_tokens as f64).max(0.0);
                     evidence = c.newer_bytes.map(|b| KvEvidence::Evicted {
-                        room: b as f64 / per + uncached,
+                        room: b as f64 / per + prompt,
                     });
                 }
             }
-            // the worker has just computed the whole prompt
-            let cap = policy.insert_cap(stats.map(Arc::as_ref), exp.bytes_per_token);
-            tree.insert(model, &exp.hashes, exp.worker, cap);
         } else if v == Verdict::Confirmed
             && exp.prior.answered > 0
             && exp.prior.answered >= exp.prior.chunks

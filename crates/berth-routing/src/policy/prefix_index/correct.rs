@@ -39,7 +39,7 @@ use std::cell::OnceCell;
 
 use super::evict::IndexEviction;
 use super::index::{Index, NONE};
-use super::{PrefixHashes, bytes_of_chunks, key_of};
+use super::{PrefixHashes, bytes_of_chunks};
 use crate::WorkerId;
 
 /// What the index believed a worker held of one prompt just before the request went there.
@@ -76,8 +76,8 @@ impl Prior {
 pub(crate) struct Correction {
     /// Chunks dropped.
     pub(crate) dropped: usize,
-    /// Bytes of the tenant's segments used after the lost chunk (see the module docs); `None`
-    /// when nothing bounds when that chunk was last used.
+    /// Bytes of the tenant's other segments (off this prompt's path) used after the lost
+    /// chunk (see the module docs); `None` when nothing bounds when that chunk was last used.
     pub(crate) newer_bytes: Option<usize>,
 }
 
@@ -240,26 +240,18 @@ impl Index {
             path.push(s);
             s = seg.parent;
         }
-        let mut live = self.live_segments(t);
-        // the lost part: the path's segments from `keep` on and what hangs below them, less
-        // what requests sent after this one used since
+        let live = self.live_segments(t);
+        // the lost part: what hangs below the path's chunks from `keep` on, less what requests
+        // sent after this one used since; the path itself stays (this request's prefill has
+        // just recomputed it)
         let stale = |idx: &Self, x: u32| idx.segs[x as usize].tick <= prior.sent;
         let lost: Vec<u32> = live
             .iter()
             .copied()
-            .filter(|&x| stale(self, x) && self.below_cut(x, &path, keep))
+            .filter(|&x| !path.contains(&x) && stale(self, x) && self.below_cut(x, &path, keep))
             .collect();
         for &x in &lost {
             self.kill(x, why);
-        }
-        if let Some(&k) = path.last()
-            && (self.segs[k as usize].start as usize) < keep
-            && stale(self, k)
-        {
-            // the segment holding `keep` keeps what comes before it
-            let start = self.segs[k as usize].start as usize;
-            let head = self.split(t, k, keep, &hashes[start..keep], &live);
-            live.push(head);
         }
         // what was used after the lost chunk last was: the first path segment starting at
         // `keep` or deeper was last used no later than that chunk (every use of it used the
@@ -270,6 +262,7 @@ impl Index {
             .find(|(start, _)| *start as usize >= keep)
             .map(|&(_, cut)| {
                 live.iter()
+                    .filter(|x| !path.contains(x))
                     .map(|&x| self.segs[x as usize])
                     .filter(|seg| seg.tenant == t && seg.tick > cut)
                     .map(|seg| {
@@ -299,35 +292,6 @@ impl Index {
             s = self.segs[s as usize].parent;
         }
         false
-    }
-
-    /// Replaces live segment `s` of tenant `t` by its chunks before `keep` (`head`: their
-    /// hashes): a new segment in its place (same parent, same recency, same answered mark)
-    /// takes the children hanging from those chunks; the rest of `s` is dropped. Returns the
-    /// new segment.
-    fn split(&mut self, t: u32, s: u32, keep: usize, head: &[u64], live: &[u32]) -> u32 {
-        let seg = self.segs[s as usize];
-        self.kill(s, IndexEviction::Reported);
-        let n = keep - seg.start as usize;
-        self.evicted[IndexEviction::Reported as usize] -= n as u64;
-        let new = self.new_seg(t, seg.parent, seg.start as usize, keep);
-        for &h in head {
-            self.table.set(key_of(h, t), new);
-        }
-        let tn = &mut self.tenants[t as usize];
-        tn.chunks += n;
-        tn.bytes += bytes_of_chunks(keep) - bytes_of_chunks(seg.start as usize);
-        self.live_chunks += n;
-        self.segs[new as usize].tick = seg.tick;
-        self.segs[new as usize].answered = seg.answered;
-        self.tenants[t as usize].lru.push_back((new, seg.tick));
-        for &c in live {
-            let child = &mut self.segs[c as usize];
-            if child.tenant == t && child.parent == s && child.start as usize <= keep {
-                child.parent = new;
-            }
-        }
-        new
     }
 
     /// Tenant `t`'s live segments (each once: its newest queue entry).

@@ -91,7 +91,7 @@ fn held(idx: &Index, m: u32, t: &[u8]) -> usize {
 }
 
 #[test]
-fn a_shortfall_drops_the_lost_part_and_what_hangs_below_it() {
+fn a_shortfall_drops_what_hangs_below_the_lost_part() {
     let (mut idx, m, [b, a, c]) = three_prompts();
     // A's second turn, a branch of it (a sub-agent), then D (sharing S)
     let a2 = cat(&a, &text("alpha turn two ", 512));
@@ -106,22 +106,18 @@ fn a_shortfall_drops_the_lost_part_and_what_hangs_below_it() {
     assert_eq!(prior.path.len(), 2, "{prior:?}");
     // the worker kept the shared 1,024 bytes, not A's own part
     let c3 = idx.correct(&h(&a3), W0, &prior, 1024 / 32);
-    assert!(c3.dropped > 0);
-    assert_eq!(held(&idx, m, &a3), 1024);
+    assert_eq!(c3.dropped, 512 / 32);
+    // the prompt's own path stays (its prefill has just recomputed it)
+    assert_eq!(held(&idx, m, &a3), a3.len());
     // the branch hung below the lost part: gone
-    assert_eq!(held(&idx, m, &branch), 1024);
-    // C hangs from the kept part, B and D from elsewhere: kept
+    assert_eq!(held(&idx, m, &branch), 2048);
+    // C and D hang from the kept part, B from elsewhere: kept
     assert_eq!(held(&idx, m, &b), 2048);
     assert_eq!(held(&idx, m, &c), 2048);
     assert_eq!(held(&idx, m, &d), 2048);
     assert_eq!(idx.stats().evicted_chunks[3] as usize, c3.dropped);
-    assert_eq!(
-        idx.stats().chunks,
-        32 + 64 + 32 + 32,
-        "S, B, C's and D's own parts"
-    );
-    // used after A's second turn and kept: D's own part and the kept head
-    assert_eq!(c3.newer_bytes, Some(1024 + 1024));
+    // used after A's second turn, off the prompt's path: D's own part
+    assert_eq!(c3.newer_bytes, Some(1024));
     // nothing to drop twice
     assert_eq!(idx.correct(&h(&a3), W0, &prior, 1024 / 32).dropped, 0);
     // no prediction past the reported length: nothing to correct
@@ -132,18 +128,25 @@ fn a_shortfall_drops_the_lost_part_and_what_hangs_below_it() {
 }
 
 #[test]
-fn nothing_cached_drops_the_whole_path_and_keeps_other_roots() {
+fn nothing_cached_drops_every_branch_below_the_prompts_start() {
     let (mut idx, m, [b, a, c]) = three_prompts();
-    // the most recent prompt found nothing (a flush, a restart, or its root was evicted)
+    let sub = cat(&c, &text("charlie's sub-agent ", 256));
+    idx.insert(m, &h(&sub), W0, usize::MAX);
+    let d = cat(&a[..1024], &text("delta turn one ", 1024));
+    idx.insert(m, &h(&d), W0, usize::MAX);
+    // C's next turn found nothing (a flush, a restart, or its root was evicted)
     let c2 = cat(&c, &text("charlie turn two ", 256));
     let prior = sent(&mut idx, m, &c2);
     let c0 = idx.correct(&h(&c2), W0, &prior, 0);
-    for t in [&a, &c] {
-        assert_eq!(held(&idx, m, t), 0);
-    }
+    // its path stays; D and C's sub-agent hung below its start: gone
+    assert_eq!(held(&idx, m, &c2), c2.len());
+    assert_eq!(held(&idx, m, &sub), c.len());
+    assert_eq!(held(&idx, m, &d), 1024);
+    // A's own part is in the segment S was first recorded in (recency is per segment)
+    assert_eq!(held(&idx, m, &a), 2048);
     // B shares nothing with it: its own answer will tell
     assert_eq!(held(&idx, m, &b), 2048);
-    assert_eq!(idx.stats().chunks, 64);
+    assert_eq!(c0.dropped, (256 + 1024) / 32);
     assert_eq!(c0.newer_bytes, Some(0));
     // no path segment starts past the cut: nothing bounds when the lost chunk was used
     let (mut idx, m, [_, a, _]) = three_prompts();
@@ -153,9 +156,12 @@ fn nothing_cached_drops_the_whole_path_and_keeps_other_roots() {
 
 #[test]
 fn what_requests_sent_later_used_is_not_dropped() {
-    // A is sent; before its answer (reporting only S cached) comes back, a branch of A and a
-    // new session E on S are sent to the same worker: they find what A's prefill recomputed
+    // A's second turn is sent; before its answer (reporting only S cached) comes back, a
+    // branch of A and a new session E on S are sent to the same worker: they find what the
+    // turn's prefill recomputed. An older branch of A, not used since, is gone.
     let (mut idx, m, [b, a, c]) = three_prompts();
+    let old = cat(&a, &text("old branch ", 256));
+    idx.insert(m, &h(&old), W0, usize::MAX);
     let a2 = cat(&a, &text("alpha turn two ", 512));
     let prior = sent(&mut idx, m, &a2);
     let late = cat(&a, &text("late branch ", 256));
@@ -163,17 +169,14 @@ fn what_requests_sent_later_used_is_not_dropped() {
     let e = cat(&a[..1024], &text("echo turn one ", 512));
     idx.insert(m, &h(&e), W0, usize::MAX);
     let cut = idx.correct(&h(&a2), W0, &prior, 1024 / 32);
-    // the late branch went through A's path: A and the branch stay; E stays
-    assert_eq!(held(&idx, m, &late), late.len() / 32 * 32);
+    assert_eq!(cut.dropped, 256 / 32);
+    assert_eq!(held(&idx, m, &old), 2048);
+    assert_eq!(held(&idx, m, &late), late.len());
     assert_eq!(held(&idx, m, &e), e.len());
-    // A's second turn (sent with A, not used since) and C (hanging below the cut, not used
-    // since A was sent) went; B shares nothing with the prompt
-    assert_eq!(held(&idx, m, &a2), 2048);
+    assert_eq!(held(&idx, m, &a2), a2.len());
     assert_eq!(held(&idx, m, &c), 2048, "C hangs from the kept part");
     assert_eq!(held(&idx, m, &b), 2048);
-    assert_eq!(cut.dropped, 512 / 32);
-    // a cut at the start of S: everything below it that was not used since goes, what the
-    // later requests used stays
+    // a cut at the prompt's start: what the later request used stays, C (not used since) goes
     let (mut idx, m, [_, a, c]) = three_prompts();
     let prior = sent(&mut idx, m, &a);
     let e = cat(&a[..1024], &text("echo turn one ", 512));
@@ -181,8 +184,6 @@ fn what_requests_sent_later_used_is_not_dropped() {
     idx.correct(&h(&a), W0, &prior, 0);
     assert_eq!(held(&idx, m, &e), e.len());
     assert_eq!(held(&idx, m, &c), 1024, "C's own part was not used since");
-    // A's own part is in the segment S was first recorded in (recency is per segment): E's
-    // use of S kept it
     assert_eq!(held(&idx, m, &a), 2048);
 }
 

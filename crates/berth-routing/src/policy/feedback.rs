@@ -7,20 +7,28 @@
 //! answer and hands it here with what the index predicted for that worker
 //! ([`Expectation`], taken before the request's own insert):
 //!
-//! - a *shortfall* (reported clearly below predicted) means the worker lost part of the prefix:
-//!   the index drops that worker's entries from the reported length on, and what hangs below
-//!   them (`prefix_index/correct.rs`), then records the prompt again (the worker has just
-//!   computed it); the worker's effective KV estimate moves a quarter of the way down toward
-//!   what it evidently had room for: what the index holds of it used after the lost part, plus
-//!   this prompt's uncached tokens;
-//! - a *confirmation* moves the estimate back up toward its prior;
-//! - a *surplus* (another replica or client warmed the worker) needs no correction: the
-//!   request's own insert already records the whole prompt there.
+//! - a *shortfall* (reported clearly below predicted) means the worker lacked part of the
+//!   prefix when it started the request: the index drops that worker's entries hanging below
+//!   the lost part that no request sent since used (`prefix_index/correct.rs`; the prompt's
+//!   own path stays, the worker has just recomputed it);
+//! - a *confirmation* or a *surplus* (another replica or client warmed the worker) needs no
+//!   correction: the request's own insert already records the whole prompt there.
+//!
+//! The effective KV estimate moves only on evidence about eviction ([`KvEvidence`]): the index
+//! marks what answers showed each worker holding; a shortfall on a marked prefix is an
+//! eviction (the estimate moves a quarter of the way down toward what the worker evidently had
+//! room for: what the index holds of it used after the lost part, plus this prompt), a full
+//! confirmation of marked prefixes moves it back up; a shortfall on an unmarked prefix is an
+//! optimistic guess (a prompt recorded when sent, not yet computed) and teaches nothing; a
+//! loss of a marked prompt's first chunk is a flush or a restart (the worker's marks are
+//! cleared, the estimate stays).
 //!
 //! The turns that stream unread on `ttft_aware`'s pinned path (no prediction from the index)
 //! are compared with the session's previous answer (`feedback/sessions.rs`); under `on` their
 //! answers also touch the session's last read prompt in the index (its *anchor*), so the index's
-//! recency follows the sessions the engine keeps using.
+//! recency follows the sessions the engine keeps using, and a session whose unread turn fell
+//! short has its next turn read, routed as the unread turn it would have been
+//! (`PickRequest::feedback_read`): only the index sees its text.
 //!
 //! Tokens become index bytes through the request's own ratio (prompt bytes / reported prompt
 //! tokens) when the answer reports its prompt tokens, else the configured estimate (4 bytes

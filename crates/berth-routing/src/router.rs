@@ -187,29 +187,56 @@ impl Router {
         snap: &WorkerSnapshot,
         now: Duration,
     ) -> bool {
+        // a session whose last unread turn found less cached than its previous one left is
+        // read again, so the index learns what its worker lost (`--cache-feedback on`)
+        self.pinned_streams_unread(headers, snap, now)
+            .is_some_and(|scoped| !self.feedback.session_short(scoped))
+    }
+
+    /// Whether a request whose body was read would have streamed unread on the hot path but
+    /// for the feedback's re-read (see [`PickRequest::feedback_read`]).
+    fn read_for_feedback(
+        &self,
+        headers: &dyn HeaderSource,
+        snap: &WorkerSnapshot,
+        now: Duration,
+    ) -> bool {
+        self.feedback.rereads()
+            && self
+                .pinned_streams_unread(headers, snap, now)
+                .is_some_and(|scoped| self.feedback.session_short(scoped))
+    }
+
+    /// The scoped key of a request whose header key is pinned to an available worker whose
+    /// queue is not clearly worse than the others' (and, under `agentic`, not due for the
+    /// turn-boundary rebalance): the hot path's condition, before the feedback's re-read.
+    fn pinned_streams_unread(
+        &self,
+        headers: &dyn HeaderSource,
+        snap: &WorkerSnapshot,
+        now: Duration,
+    ) -> Option<u128> {
         let (Some(t), Some(key)) = (self.policy.ttft(), self.cfg.keys.derive(None, headers)) else {
-            return false;
+            return None;
         };
         let model = snap.only_model().map(|m| &**m);
         let cands = snap.candidates(model);
         let scoped = scoped_key(&key.key, model, Leg::Regular);
         let pinned = {
             let mut shard = self.pins.lock(scoped);
-            let Some(e) = shard.get_mut(scoped) else {
-                return false;
-            };
+            let e = shard.get_mut(scoped)?;
             e.workers.into_iter().find(|w| {
                 *w != crate::pin::slots::NONE && cands.binary_search(&WorkerId(*w)).is_ok()
             })
         };
-        // a session whose last unread turn found less cached than its previous one left is
-        // read again, so the index learns what its worker lost (`--cache-feedback on`)
-        // (`agentic`: a turn on a worker over its share of the fleet's turns is read too, so the
+        // (`agentic`: a turn on a worker over its share of the fleet's turns is read, so the
         // turn-boundary rebalance can see it)
-        pinned.is_some_and(|p| {
-            t.pinned_is_fine(snap, cands, WorkerId(p), now)
-                && !t.rebalance_due(cands, WorkerId(p), &key.key, model)
-        }) && !self.feedback.session_short(scoped)
+        pinned
+            .is_some_and(|p| {
+                t.pinned_is_fine(snap, cands, WorkerId(p), now)
+                    && !t.rebalance_due(cands, WorkerId(p), &key.key, model)
+            })
+            .then_some(scoped)
     }
 
     /// Decides where one request goes. `now` is monotonic time since an epoch the caller keeps
@@ -260,11 +287,13 @@ impl Router {
         };
         let prefix = req.prefix.or(hashed.as_ref());
         let prior = (self.feedback.reads() && prefix.is_some()).then(OnceCell::new);
+        let feedback_read = text.is_some() && self.read_for_feedback(req.headers, snap, now);
         let mut decision = self.decide(
             req,
             text,
             prefix,
             prior.as_ref(),
+            feedback_read,
             key,
             snap,
             &cands,
@@ -291,6 +320,7 @@ impl Router {
         text: Option<&[u8]>,
         prefix: Option<&PrefixHashes>,
         prior: Option<&OnceCell<Prior>>,
+        feedback_read: bool,
         key: Option<crate::key::RoutingKey>,
         snap: &WorkerSnapshot,
         cands: &[WorkerId],
@@ -308,6 +338,7 @@ impl Router {
                 stream: req.stream,
                 now,
                 prior,
+                feedback_read: false,
             };
             if let Some(t) = self.policy.ttft() {
                 let eval = t.evaluate(&pick, snap, place_on.cands);
@@ -342,7 +373,17 @@ impl Router {
                 pins: &self.pins,
             }
             .route(
-                req, text, prefix, prior, key, snap, cands, place_on, now, rng,
+                req,
+                text,
+                prefix,
+                prior,
+                feedback_read,
+                key,
+                snap,
+                cands,
+                place_on,
+                now,
+                rng,
             ),
             None => Err(Error::NoAvailableWorkers),
         }

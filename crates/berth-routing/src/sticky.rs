@@ -57,6 +57,7 @@ impl Pinned<'_> {
         text: Option<&[u8]>,
         prefix: Option<&PrefixHashes>,
         prior: Option<&std::cell::OnceCell<crate::policy::Prior>>,
+        feedback_read: bool,
         key: RoutingKey,
         snap: &WorkerSnapshot,
         cands: &[WorkerId],
@@ -84,6 +85,7 @@ impl Pinned<'_> {
             stream: req.stream,
             now,
             prior,
+            feedback_read,
         };
         // ttft_aware predicts every candidate once; placement, the move check and the
         // request's queue entry all use that one evaluation.

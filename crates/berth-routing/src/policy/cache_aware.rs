@@ -135,10 +135,7 @@ impl CacheAware {
                 min_by_random_tie(pool, |w| tree_size(&tree, model, w), rng)
             }
         };
-        if let Some(cell) = req.prior {
-            let _ = cell.set(tree.prior(model, &text, choice));
-        }
-        tree.insert(model, &text, choice, usize::MAX);
+        tree.insert_with_prior(model, &text, choice, usize::MAX, req.prior);
         choice
     }
 }

@@ -7,20 +7,28 @@
 //! answer and hands it here with what the index predicted for that worker
 //! ([`Expectation`], taken before the request's own insert):
 //!
-//! - a *shortfall* (reported clearly below predicted) means the worker lost part of the prefix:
-//!   the index drops that worker's entries from the reported length on, and what hangs below
-//!   them (`prefix_index/correct.rs`), then records the prompt again (the worker has just
-//!   computed it); the worker's effective KV estimate moves a quarter of the way down toward
-//!   what it evidently had room for: what the index holds of it used after the lost part, plus
-//!   this prompt's uncached tokens;
-//! - a *confirmation* moves the estimate back up toward its prior;
-//! - a *surplus* (another replica or client warmed the worker) needs no correction: the
-//!   request's own insert already records the whole prompt there.
+//! - a *shortfall* (reported clearly below predicted) means the worker lacked part of the
+//!   prefix when it started the request: the index drops that worker's entries hanging below
+//!   the lost part that no request sent since used (`prefix_index/correct.rs`; the prompt's
+//!   own path stays, the worker has just recomputed it);
+//! - a *confirmation* or a *surplus* (another replica or client warmed the worker) needs no
+//!   correction: the request's own insert already records the whole prompt there.
+//!
+//! The effective KV estimate moves only on evidence about eviction ([`KvEvidence`]): the index
+//! marks what answers showed each worker holding; a shortfall on a marked prefix is an
+//! eviction (the estimate moves a quarter of the way down toward what the worker evidently had
+//! room for: what the index holds of it used after the lost part, plus this prompt), a full
+//! confirmation of marked prefixes moves it back up; a shortfall on an unmarked prefix is an
+//! optimistic guess (a prompt recorded when sent, not yet computed) and teaches nothing; a
+//! loss of a marked prompt's first chunk is a flush or a restart (the worker's marks are
+//! cleared, the estimate stays).
 //!
 //! The turns that stream unread on `ttft_aware`'s pinned path (no prediction from the index)
 //! are compared with the session's previous answer (`feedback/sessions.rs`); under `on` their
 //! answers also touch the session's last read prompt in the index (its *anchor*), so the index's
-//! recency follows the sessions the engine keeps using.
+//! recency follows the sessions the engine keeps using, and a session whose unread turn fell
+//! short has its next turn read, routed as the unread turn it would have been
+//! (`PickRequest::feedback_read`): only the index sees its text.
 //!
 //! Tokens become index bytes through the request's own ratio (prompt bytes / reported prompt
 //! tokens) when the answer reports its prompt tokens, else the configured estimate (4 bytes
@@ -33,8 +41,6 @@
 //! counts what the index saw used after the lost part, and the index does not see the turns
 //! that stream unread on the pinned path, so the estimate runs low; bounding by it cost cached
 //! share under KV pressure (docs/benchmarks.md). It is exported either way.
-
-use std::sync::Arc;
 
 use super::prefix_index::{Prior, chunks_in_bytes};
 use super::{Policy, PrefixHashes};
@@ -167,6 +173,11 @@ impl Feedback {
         self.mode != FeedbackMode::Off
     }
 
+    /// Whether a session's shortfall makes its next turn read (`on`).
+    pub(crate) fn rereads(&self) -> bool {
+        self.mode == FeedbackMode::On
+    }
+
     /// Whether the previous answer of pinned session `key` reported a shortfall (under `on`,
     /// its next turn is then read, so the index learns from it).
     pub(crate) fn session_short(&self, key: u128) -> bool {
@@ -212,20 +223,24 @@ impl Feedback {
         if prev.worker != ticket.worker || prev.prompt_tokens == 0 {
             return None;
         }
+        let predicted = f64::from(prev.prompt_tokens);
+        let v = verdict(predicted, report.cached_tokens as f64);
         if self.mode == FeedbackMode::On
             && let (Some(a), Some(index)) = (prev.anchor, policy.index())
         {
             // the worker has just used the session's prefix: so does the index
-            index
-                .lock()
-                .touch_held(a.model, ticket.worker, a.depth as usize, a.hash);
+            let mut tree = index.lock();
+            let held = tree.touch_held(a.model, ticket.worker, a.depth as usize, a.hash);
+            if held && v != Verdict::Shortfall {
+                // and it had kept all of the previous turn
+                tree.answered(a.model, ticket.worker, a.depth as usize, a.hash);
+            }
         }
-        let predicted = f64::from(prev.prompt_tokens);
         Some(Observation {
             worker: ticket.worker,
             predicted_tokens: predicted,
             reported_tokens: report.cached_tokens,
-            verdict: verdict(predicted, report.cached_tokens as f64),
+            verdict: v,
             corrected_chunks: 0,
             from_session: true,
         })
@@ -256,42 +271,56 @@ impl Feedback {
         if self.mode != FeedbackMode::On || stats.is_none() {
             return (Some(obs), None);
         }
-        let mut sample = None;
+        let mut evidence = None;
         let mut tree = index.lock();
+        let model = exp.prior.model;
         if v == Verdict::Shortfall {
             let keep = kept_chunks(report.cached_tokens, per);
             let c = tree.correct(&exp.hashes, exp.worker, &exp.prior, keep);
             obs.corrected_chunks = c.dropped;
-            // room the worker evidently had: what it kept of ours used after the lost part,
-            // and this prompt's uncached tokens
-            let prompt = report
-                .prompt_tokens
-                .map_or(exp.hashes.text_len() as f64 / per, |p| p as f64);
-            sample = c
-                .newer_bytes
-                .map(|b| b as f64 / per + (prompt - report.cached_tokens as f64).max(0.0));
-            // the worker has just computed the whole prompt
-            let cap = policy.insert_cap(stats.map(Arc::as_ref), exp.bytes_per_token);
-            tree.insert(exp.prior.model, &exp.hashes, exp.worker, cap);
+            if keep < exp.prior.answered {
+                // the worker lost part of what an earlier answer had shown it holding
+                if keep == 0 {
+                    // even the prompt's first chunk, which an engine evicting least recently
+                    // used blocks loses last: a flush or a restart, no capacity change
+                    tree.forget_answers(model, exp.worker);
+                } else {
+                    // an eviction: the room the worker evidently had is what it kept of ours
+                    // used after the lost part, and this prompt
+                    let prompt = report
+                        .prompt_tokens
+                        .map_or(exp.hashes.text_len() as f64 / per, |p| p as f64);
+                    evidence = c.newer_bytes.map(|b| KvEvidence::Evicted {
+                        room: b as f64 / per + prompt,
+                    });
+                }
+            }
+        } else if v == Verdict::Confirmed
+            && exp.prior.answered > 0
+            && exp.prior.answered >= exp.prior.chunks
+        {
+            // it still held all of it that an earlier answer had shown
+            evidence = Some(KvEvidence::Kept);
         }
-        let anchor =
-            tree.held_end(exp.prior.model, &exp.hashes, exp.worker)
-                .map(|(depth, hash)| Anchor {
-                    model: exp.prior.model,
+        let anchor = tree
+            .held_end(model, &exp.hashes, exp.worker)
+            .map(|(depth, hash)| {
+                // the worker holds this whole prompt now
+                tree.answered(model, exp.worker, depth, hash);
+                Anchor {
+                    model,
                     depth: u32::try_from(depth).unwrap_or(u32::MAX),
                     hash,
-                });
+                }
+            });
         drop(tree);
-        if let Some(s) = stats
-            && (v == Verdict::Shortfall || exp.prior.chunks > 0)
-        {
+        if let (Some(s), Some(evidence)) = (stats, evidence) {
             let ceiling = (self.ceiling_bytes as f64 / per) as u64;
             if let Some(next) = next_kv_estimate(
                 s.kv_capacity_tokens(),
                 ceiling,
                 s.learned_kv_tokens(),
-                v,
-                sample,
+                evidence,
             ) {
                 s.set_learned_kv_tokens(next);
             }
@@ -387,36 +416,48 @@ pub(crate) fn kept_chunks(reported: u64, per: f64) -> usize {
     chunks_in_bytes((reported as f64 * per) as usize)
 }
 
+/// What one answer says about its worker's KV capacity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KvEvidence {
+    /// The worker evicted part of a prefix an earlier answer had shown it holding, having had
+    /// room for about `room` tokens.
+    Evicted {
+        /// Tokens the worker evidently had room for.
+        room: f64,
+    },
+    /// The worker still held all of the prompt an earlier answer had shown it holding.
+    Kept,
+}
+
 /// The next effective KV estimate of a worker (tokens).
 ///
 /// `capacity`: what the worker reports (`max_total_num_tokens`), the prior and the ceiling;
-/// `ceiling` bounds it without one. `sample`: after a shortfall, the tokens the worker evidently
-/// had room for (`None`: nothing learned).
+/// `ceiling` bounds it without one. Only evidence about eviction moves it: an eviction a
+/// quarter of the way down toward the room the worker had (never up), a prefix kept 5% of the
+/// way back up toward the ceiling; within [ceiling / 4, ceiling].
 pub fn next_kv_estimate(
     capacity: Option<u64>,
     ceiling: u64,
     current: Option<u64>,
-    verdict: Verdict,
-    sample: Option<f64>,
+    evidence: KvEvidence,
 ) -> Option<u64> {
     let hi = capacity.unwrap_or(ceiling).max(1);
     let lo = (hi / FLOOR_DIV).max(1);
-    let next = match (verdict, current.or(capacity), sample) {
-        (Verdict::Shortfall, _, None) => return current,
-        (Verdict::Shortfall, Some(est), Some(sample)) => {
+    let next = match (evidence, current.or(capacity)) {
+        (KvEvidence::Evicted { room }, Some(est)) => {
             let est = est as f64;
-            if sample < est {
-                est - DOWN * (est - sample)
+            if room < est {
+                est - DOWN * (est - room)
             } else {
                 est
             }
         }
-        (Verdict::Shortfall, None, Some(sample)) => sample,
-        (Verdict::Confirmed | Verdict::Surplus, Some(est), _) => {
+        (KvEvidence::Evicted { room }, None) => room,
+        (KvEvidence::Kept, Some(est)) => {
             let est = est as f64;
             est + (UP * (hi as f64 - est)).max(1.0)
         }
-        (Verdict::Confirmed | Verdict::Surplus, None, _) => return None,
+        (KvEvidence::Kept, None) => return None,
     };
     Some((next.round() as u64).clamp(lo, hi))
 }

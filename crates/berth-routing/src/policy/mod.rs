@@ -56,6 +56,12 @@ pub(crate) struct PickRequest<'a> {
     /// Where the policy leaves what its index believed the chosen worker held of the prompt,
     /// just before inserting it (`--cache-feedback`; `None`: not wanted).
     pub(crate) prior: Option<&'a OnceCell<Prior>>,
+    /// The body was read only because the session's previous answer fell short
+    /// (`--cache-feedback on`), where the hot path would have streamed it unread: the policy
+    /// predicts, decides and records as for an unread turn (no move, the queue's estimate of
+    /// an unread turn, `agentic`'s session ledger keeping the session's size); only the prefix
+    /// index sees the text (the prediction the answer is compared with, and the insert).
+    pub(crate) feedback_read: bool,
 }
 
 impl PickRequest<'_> {
@@ -118,19 +124,6 @@ impl Policy {
             Self::CacheAware(ca) => Some(ca.index()),
             Self::TtftAware(t) => Some(t.index()),
             _ => None,
-        }
-    }
-
-    /// The bound of a worker's share of the index when the policy inserts (index bytes):
-    /// `ttft_aware` bounds it by the worker's effective KV capacity, `cache_aware` does not.
-    pub(crate) fn insert_cap(
-        &self,
-        stats: Option<&crate::WorkerStats>,
-        bytes_per_token: f64,
-    ) -> usize {
-        match self {
-            Self::TtftAware(_) => feedback::kv_cap_bytes(stats, bytes_per_token),
-            _ => usize::MAX,
         }
     }
 

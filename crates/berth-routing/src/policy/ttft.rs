@@ -201,6 +201,16 @@ impl TtftAware {
         }
     }
 
+    /// The tokens `w`'s live sessions hold in the session ledger (0 without one).
+    #[cfg(test)]
+    pub(crate) fn working_set_of(&self, w: WorkerId) -> u64 {
+        self.ledger.as_ref().map_or(0, |l| {
+            l.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .working_set(w)
+        })
+    }
+
     /// `agentic`: whether session `key` may move off `pinned` by the turn-boundary rebalance
     /// (`agentic.rs`): it is a long one and `pinned`'s live sessions send clearly more than
     /// their share of the fleet's turns, so its turn must be read, not streamed unread.
@@ -271,7 +281,13 @@ impl TtftAware {
     ) -> Evaluation {
         let now = ms(req.now);
         let fleet = self.fleet.model();
-        let text = req.hashes();
+        // a turn read only for the feedback is predicted as the unread turn it would have been
+        // (its text goes to the index in `commit`)
+        let text = if req.feedback_read {
+            None
+        } else {
+            req.hashes()
+        };
         let per = self.bytes_per_token(req);
         let (matched, sizes) = {
             let mut tree = self.index.lock();
@@ -452,10 +468,7 @@ impl TtftAware {
             let cap = super::feedback::kv_cap_bytes(Some(stats), self.bytes_per_token(req));
             let mut tree = self.index.lock();
             if let Some(model) = tree.model(req.model, snap) {
-                if let Some(cell) = req.prior {
-                    let _ = cell.set(tree.prior(model, &t, chosen));
-                }
-                tree.insert(model, &t, chosen, cap);
+                tree.insert_with_prior(model, &t, chosen, cap, req.prior);
             }
         }
         let est = eval.of(chosen)?;

@@ -1,15 +1,32 @@
 //! Correcting the index from what a worker said it had cached (the feedback of
 //! `policy/feedback.rs`).
 //!
-//! Before a request goes to a worker, [`Index::prior`] records what the index believes that
-//! worker holds of the prompt: the chunks, and the segments on that path with their recency
-//! *before* this request touched them. When the answer reports fewer cached tokens than that,
-//! the worker lost the prompt from chunk `keep` on, and [`Index::correct`] drops the tenant's
+//! When a request goes to a worker, [`Index::insert_with_prior`] records what the index
+//! believed that worker held of the prompt (the chunks, how many of them an earlier answer had
+//! confirmed, the segments on that path with their recency *before* this request touched them)
+//! and the index's clock just after the request's own insert. When the answer reports fewer
+//! cached tokens than that, the worker lacked the prompt from chunk `keep` on *when it started
+//! the request*, and [`Index::correct`] drops what it must have lost then: the tenant's
 //! segments holding chunk `keep` or deeper of this prompt (the segment that holds `keep` keeps
-//! its chunks before it, as a new segment in its place) and every segment hanging below a
-//! dropped one (other branches: sub-agents, earlier turns' other continuations), so a kept
-//! chunk's prefix is still always kept and matching stays a binary search. The caller then
-//! records the prompt again, since the worker has just computed it.
+//! its chunks before it, as a new segment in its place) and every segment hanging below them
+//! (other branches: sub-agents, other sessions' turns), so a kept chunk's prefix is still
+//! always kept and matching stays a binary search. The caller then records the prompt again,
+//! since the worker has just computed it.
+//!
+//! Only what was not used since the request was sent is dropped. The answer comes back a whole
+//! generation after the worker looked its prompt up; requests sent there in between that use
+//! the same prefix find it again (this one's prefill recomputed it), and their inserts touched
+//! those segments after this one's. Dropping them anyway made the index miss prefixes the
+//! worker held: under KV pressure with `agentic`, a third of the index's predictions then came
+//! out *below* what the worker reported (docs/benchmarks.md, session 4). A segment's recency is
+//! never older than any segment below it, so what is kept is always rooted.
+//!
+//! Which segments an answer has shown held is kept per segment ([`Index::answered`]): a loss of
+//! such a segment is evidence that the worker evicted it; a loss of a segment no answer has
+//! shown is only an optimistic guess (a prompt recorded when it was sent, still queued or
+//! never computed) and teaches nothing about the worker's capacity. A worker that lost even
+//! the first chunk of a prompt an answer had shown (reported nothing cached) was flushed or
+//! restarted ([`Index::forget_answers`]: nothing it was shown holding is certain any more).
 //!
 //! What the tenant held *used after* the lost chunk (by the path's recency before the request)
 //! is also returned: with this prompt, that is about what the worker had room for when it
@@ -18,9 +35,11 @@
 //! stream unread on `ttft_aware`'s pinned path, so "older" there includes live sessions (in the
 //! KV-pressure benchmark, dropping them cost cached share, docs/benchmarks.md).
 
+use std::cell::OnceCell;
+
 use super::evict::IndexEviction;
 use super::index::{Index, NONE};
-use super::{PrefixHashes, bytes_of_chunks, key_of};
+use super::{PrefixHashes, bytes_of_chunks};
 use crate::WorkerId;
 
 /// What the index believed a worker held of one prompt just before the request went there.
@@ -30,15 +49,25 @@ pub struct Prior {
     pub(crate) model: u32,
     /// Whole chunks of the prompt the worker was believed to hold.
     pub(crate) chunks: usize,
+    /// How many of them an earlier answer of the worker had shown it holding.
+    pub(crate) answered: usize,
     /// The segments on that path, root first: (first chunk depth, recency tick before the
     /// request touched it).
     pub(crate) path: Vec<(u32, u64)>,
+    /// The index's clock just after the request's own insert: segments touched later were
+    /// used by requests sent after it.
+    pub(crate) sent: u64,
 }
 
 impl Prior {
     /// Bytes of prompt the worker was believed to hold.
     pub fn bytes(&self) -> usize {
         bytes_of_chunks(self.chunks)
+    }
+
+    /// Bytes of it an earlier answer of the worker had shown it holding.
+    pub fn answered_bytes(&self) -> usize {
+        bytes_of_chunks(self.answered)
     }
 }
 
@@ -47,8 +76,8 @@ impl Prior {
 pub(crate) struct Correction {
     /// Chunks dropped.
     pub(crate) dropped: usize,
-    /// Bytes of the tenant's segments used after the lost chunk (see the module docs); `None`
-    /// when nothing bounds when that chunk was last used.
+    /// Bytes of the tenant's other segments (off this prompt's path) used after the lost
+    /// chunk (see the module docs); `None` when nothing bounds when that chunk was last used.
     pub(crate) newer_bytes: Option<usize>,
 }
 
@@ -58,6 +87,7 @@ impl Index {
         let Some(t) = self.tenant(model, worker) else {
             return Prior {
                 model,
+                sent: self.tick,
                 ..Prior::default()
             };
         };
@@ -68,16 +98,42 @@ impl Index {
             0 => NONE,
             d => self.holder(t, d - 1, hashes[d - 1]).unwrap_or(NONE),
         };
+        let mut answered = chunks;
         while s != NONE {
             let seg = &self.segs[s as usize];
             path.push((seg.start, seg.tick));
+            if !seg.answered {
+                answered = answered.min(seg.start as usize);
+            }
             s = seg.parent;
         }
         path.reverse();
         Prior {
             model,
             chunks,
+            answered,
             path,
+            sent: self.tick,
+        }
+    }
+
+    /// [`Index::insert`], and when `prior` is given, what the tenant held of `text` before
+    /// (set into it, stamped with the index's clock after this insert).
+    pub(crate) fn insert_with_prior(
+        &mut self,
+        model: u32,
+        text: &PrefixHashes,
+        worker: WorkerId,
+        cap: usize,
+        prior: Option<&OnceCell<Prior>>,
+    ) {
+        let before = prior.map(|_| self.prior(model, text, worker));
+        self.insert(model, text, worker, cap);
+        if let (Some(cell), Some(p)) = (prior, before) {
+            let _ = cell.set(Prior {
+                sent: self.tick,
+                ..p
+            });
         }
     }
 
@@ -94,6 +150,39 @@ impl Index {
         match self.depth(t, hashes) {
             0 => None,
             d => Some((d, hashes[d - 1])),
+        }
+    }
+
+    /// An answer of `worker` showed it holding the first `depth` chunks of a text whose chunk
+    /// `depth - 1` has hash `hash`: marks the segments wholly within them as shown held.
+    pub(crate) fn answered(&mut self, model: u32, worker: WorkerId, depth: usize, hash: u64) {
+        let Some(t) = self.tenant(model, worker) else {
+            return;
+        };
+        let mut s = depth
+            .checked_sub(1)
+            .and_then(|d| self.holder(t, d, hash))
+            .unwrap_or(NONE);
+        while s != NONE {
+            let seg = &mut self.segs[s as usize];
+            if seg.answered {
+                break; // so is everything above it
+            }
+            if seg.end as usize <= depth {
+                seg.answered = true;
+            }
+            s = seg.parent;
+        }
+    }
+
+    /// The worker lost everything (a flush or a restart): nothing an earlier answer showed it
+    /// holding is certain any more.
+    pub(crate) fn forget_answers(&mut self, model: u32, worker: WorkerId) {
+        let Some(t) = self.tenant(model, worker) else {
+            return;
+        };
+        for s in self.live_segments(t) {
+            self.segs[s as usize].answered = false;
         }
     }
 
@@ -118,8 +207,8 @@ impl Index {
         true
     }
 
-    /// The worker held only the first `keep` chunks of `text` where `prior` said more: drops
-    /// what it must have lost (see the module docs).
+    /// The worker lacked `text` from chunk `keep` on when it started the request `prior` was
+    /// taken for: drops what it must have lost then (see the module docs).
     pub(crate) fn correct(
         &mut self,
         text: &PrefixHashes,
@@ -135,33 +224,34 @@ impl Index {
         };
         let before = self.tenants[t as usize].chunks;
         let why = IndexEviction::Reported;
-        // this prompt's path from chunk `keep` on, as the index holds it now
+        // this prompt's path from chunk `keep` on, as the index holds it now, deepest first
         let hashes = text.chunks();
         let d = self.depth(t, hashes);
         let mut s = match d {
             d if d > keep => self.holder(t, d - 1, hashes[d - 1]).unwrap_or(NONE),
             _ => NONE,
         };
-        let mut live = self.live_segments(t);
+        let mut path = Vec::new();
         while s != NONE {
             let seg = self.segs[s as usize];
             if seg.end as usize <= keep {
                 break;
             }
-            if (seg.start as usize) < keep {
-                // the segment holding `keep` keeps what comes before it
-                let head = self.split(t, s, keep, &hashes[seg.start as usize..keep], &live);
-                live.push(head);
-            } else {
-                self.kill(s, why);
-            }
+            path.push(s);
             s = seg.parent;
         }
-        // whatever hangs below a dropped segment
-        for &x in &live {
-            if self.segs[x as usize].tenant == t && !self.rooted(t, x) {
-                self.kill(x, why);
-            }
+        let live = self.live_segments(t);
+        // the lost part: what hangs below the path's chunks from `keep` on, less what requests
+        // sent after this one used since; the path itself stays (this request's prefill has
+        // just recomputed it)
+        let stale = |idx: &Self, x: u32| idx.segs[x as usize].tick <= prior.sent;
+        let lost: Vec<u32> = live
+            .iter()
+            .copied()
+            .filter(|&x| !path.contains(&x) && stale(self, x) && self.below_cut(x, &path, keep))
+            .collect();
+        for &x in &lost {
+            self.kill(x, why);
         }
         // what was used after the lost chunk last was: the first path segment starting at
         // `keep` or deeper was last used no later than that chunk (every use of it used the
@@ -172,6 +262,7 @@ impl Index {
             .find(|(start, _)| *start as usize >= keep)
             .map(|&(_, cut)| {
                 live.iter()
+                    .filter(|x| !path.contains(x))
                     .map(|&x| self.segs[x as usize])
                     .filter(|seg| seg.tenant == t && seg.tick > cut)
                     .map(|seg| {
@@ -186,31 +277,21 @@ impl Index {
         }
     }
 
-    /// Replaces live segment `s` of tenant `t` by its chunks before `keep` (`head`: their
-    /// hashes): a new segment in its place (same parent, same recency) takes the children
-    /// hanging from those chunks; the rest of `s` is dropped. Returns the new segment.
-    fn split(&mut self, t: u32, s: u32, keep: usize, head: &[u64], live: &[u32]) -> u32 {
-        let seg = self.segs[s as usize];
-        self.kill(s, IndexEviction::Reported);
-        let n = keep - seg.start as usize;
-        self.evicted[IndexEviction::Reported as usize] -= n as u64;
-        let new = self.new_seg(t, seg.parent, seg.start as usize, keep);
-        for &h in head {
-            self.table.set(key_of(h, t), new);
-        }
-        let tn = &mut self.tenants[t as usize];
-        tn.chunks += n;
-        tn.bytes += bytes_of_chunks(keep) - bytes_of_chunks(seg.start as usize);
-        self.live_chunks += n;
-        self.segs[new as usize].tick = seg.tick;
-        self.tenants[t as usize].lru.push_back((new, seg.tick));
-        for &c in live {
-            let child = &mut self.segs[c as usize];
-            if child.tenant == t && child.parent == s && child.start as usize <= keep {
-                child.parent = new;
+    /// Whether live segment `x` holds chunks past the cut at `keep` of the prompt whose path
+    /// from `keep` on is `path` (deepest first): it is one of them, or hangs below one (a
+    /// child of the segment holding `keep` only when it hangs past `keep`).
+    fn below_cut(&self, x: u32, path: &[u32], keep: usize) -> bool {
+        let (mut child, mut s) = (NONE, x);
+        while s != NONE {
+            if path.contains(&s) {
+                let seg = &self.segs[s as usize];
+                return seg.start as usize >= keep
+                    || (child != NONE && self.segs[child as usize].start as usize > keep);
             }
+            child = s;
+            s = self.segs[s as usize].parent;
         }
-        new
+        false
     }
 
     /// Tenant `t`'s live segments (each once: its newest queue entry).
@@ -224,18 +305,5 @@ impl Index {
             })
             .map(|&(s, _)| s)
             .collect()
-    }
-
-    /// Whether every ancestor of live segment `s` is alive.
-    fn rooted(&self, t: u32, s: u32) -> bool {
-        let mut p = self.segs[s as usize].parent;
-        while p != NONE {
-            let seg = &self.segs[p as usize];
-            if seg.tenant != t {
-                return false;
-            }
-            p = seg.parent;
-        }
-        true
     }
 }

@@ -29,6 +29,10 @@ pub(super) struct Seg {
     pub(super) start: u32,
     pub(super) end: u32,
     pub(super) tick: u64,
+    /// Whether an answer of the tenant's worker has shown it holding the whole segment since
+    /// it was recorded (cached-token feedback: only a loss of such a segment is evidence of an
+    /// eviction, `correct.rs`).
+    pub(super) answered: bool,
 }
 
 #[derive(Debug)]
@@ -77,6 +81,7 @@ impl Index {
                 start: 0,
                 end: 0,
                 tick: 0,
+                answered: false,
             }],
             dead: Vec::new(),
             free: Vec::new(),
@@ -318,6 +323,7 @@ impl Index {
             start: start as u32,
             end: end as u32,
             tick: 0,
+            answered: false,
         };
         match self.free.pop() {
             Some(s) => {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::key::HeaderList;
-use crate::policy::prefix_index::{Correction, Index};
+use crate::policy::prefix_index::{Correction, Index, Prior};
 use crate::{
     PolicyKind, Rng, RouteRequest, Router, RouterOptions, WorkerEntry, WorkerSnapshot, WorkerStats,
 };
@@ -37,47 +37,37 @@ fn a_difference_counts_only_past_the_slack() {
 }
 
 #[test]
-fn the_kv_estimate_follows_shortfalls_within_its_bounds() {
+fn the_kv_estimate_follows_evictions_within_its_bounds() {
     let cap = Some(100_000);
-    // the prior is the reported capacity; a shortfall moves a quarter of the way to its sample
-    let e = next_kv_estimate(cap, 0, None, Verdict::Shortfall, Some(60_000.0));
+    let evicted = |room| KvEvidence::Evicted { room };
+    // the prior is the reported capacity; an eviction moves a quarter of the way to its room
+    let e = next_kv_estimate(cap, 0, None, evicted(60_000.0));
     assert_eq!(e, Some(90_000));
-    // a sample above the estimate does not raise it; no sample teaches nothing
-    assert_eq!(
-        next_kv_estimate(cap, 0, e, Verdict::Shortfall, Some(95_000.0)),
-        e
-    );
-    assert_eq!(next_kv_estimate(cap, 0, e, Verdict::Shortfall, None), e);
-    assert_eq!(
-        next_kv_estimate(cap, 0, None, Verdict::Shortfall, None),
-        None
-    );
+    // room above the estimate does not raise it
+    assert_eq!(next_kv_estimate(cap, 0, e, evicted(95_000.0)), e);
     // repeated total losses stop at capacity / 4
     let mut e = e;
     for _ in 0..100 {
-        e = next_kv_estimate(cap, 0, e, Verdict::Shortfall, Some(0.0));
+        e = next_kv_estimate(cap, 0, e, evicted(0.0));
     }
     assert_eq!(e, Some(25_000));
-    // confirmations climb back toward the capacity, never past it
+    // kept prefixes climb back toward the capacity, never past it
     let before = e.unwrap();
-    let up = next_kv_estimate(cap, 0, e, Verdict::Confirmed, None).unwrap();
+    let up = next_kv_estimate(cap, 0, e, KvEvidence::Kept).unwrap();
     assert!(up > before, "{up}");
     let mut e = Some(up);
     for _ in 0..500 {
-        e = next_kv_estimate(cap, 0, e, Verdict::Surplus, None);
+        e = next_kv_estimate(cap, 0, e, KvEvidence::Kept);
     }
     assert_eq!(e, Some(100_000));
-    // no capacity: nothing until a shortfall, then within [ceiling / 4, ceiling]
+    // no capacity: nothing until an eviction, then within [ceiling / 4, ceiling]
+    assert_eq!(next_kv_estimate(None, 64_000, None, KvEvidence::Kept), None);
     assert_eq!(
-        next_kv_estimate(None, 64_000, None, Verdict::Confirmed, None),
-        None
-    );
-    assert_eq!(
-        next_kv_estimate(None, 64_000, None, Verdict::Shortfall, Some(20_000.0)),
+        next_kv_estimate(None, 64_000, None, evicted(20_000.0)),
         Some(20_000)
     );
     assert_eq!(
-        next_kv_estimate(None, 64_000, None, Verdict::Shortfall, Some(100.0)),
+        next_kv_estimate(None, 64_000, None, evicted(100.0)),
         Some(16_000)
     );
 }
@@ -101,7 +91,7 @@ fn held(idx: &Index, m: u32, t: &[u8]) -> usize {
 }
 
 #[test]
-fn a_shortfall_drops_the_lost_part_and_what_hangs_below_it() {
+fn a_shortfall_drops_what_hangs_below_the_lost_part() {
     let (mut idx, m, [b, a, c]) = three_prompts();
     // A's second turn, a branch of it (a sub-agent), then D (sharing S)
     let a2 = cat(&a, &text("alpha turn two ", 512));
@@ -111,28 +101,23 @@ fn a_shortfall_drops_the_lost_part_and_what_hangs_below_it() {
     let d = cat(&a[..1024], &text("delta turn one ", 1024));
     idx.insert(m, &h(&d), W0, usize::MAX);
     let a3 = cat(&a2, &text("alpha turn three ", 512));
-    let prior = idx.prior(m, &h(&a3), W0);
+    let prior = sent(&mut idx, m, &a3);
     assert_eq!(prior.bytes(), 2560);
     assert_eq!(prior.path.len(), 2, "{prior:?}");
-    idx.insert(m, &h(&a3), W0, usize::MAX);
     // the worker kept the shared 1,024 bytes, not A's own part
     let c3 = idx.correct(&h(&a3), W0, &prior, 1024 / 32);
-    assert!(c3.dropped > 0);
-    assert_eq!(held(&idx, m, &a3), 1024);
+    assert_eq!(c3.dropped, 512 / 32);
+    // the prompt's own path stays (its prefill has just recomputed it)
+    assert_eq!(held(&idx, m, &a3), a3.len());
     // the branch hung below the lost part: gone
-    assert_eq!(held(&idx, m, &branch), 1024);
-    // C hangs from the kept part, B and D from elsewhere: kept
+    assert_eq!(held(&idx, m, &branch), 2048);
+    // C and D hang from the kept part, B from elsewhere: kept
     assert_eq!(held(&idx, m, &b), 2048);
     assert_eq!(held(&idx, m, &c), 2048);
     assert_eq!(held(&idx, m, &d), 2048);
     assert_eq!(idx.stats().evicted_chunks[3] as usize, c3.dropped);
-    assert_eq!(
-        idx.stats().chunks,
-        32 + 64 + 32 + 32,
-        "S, B, C's and D's own parts"
-    );
-    // used after A's second turn and kept: D's own part and the kept head
-    assert_eq!(c3.newer_bytes, Some(1024 + 1024));
+    // used after A's second turn, off the prompt's path: D's own part
+    assert_eq!(c3.newer_bytes, Some(1024));
     // nothing to drop twice
     assert_eq!(idx.correct(&h(&a3), W0, &prior, 1024 / 32).dropped, 0);
     // no prediction past the reported length: nothing to correct
@@ -143,32 +128,70 @@ fn a_shortfall_drops_the_lost_part_and_what_hangs_below_it() {
 }
 
 #[test]
-fn nothing_cached_drops_the_whole_path_and_keeps_other_roots() {
+fn nothing_cached_drops_every_branch_below_the_prompts_start() {
     let (mut idx, m, [b, a, c]) = three_prompts();
-    // the most recent prompt found nothing (a flush, a restart, or its root was evicted)
+    let sub = cat(&c, &text("charlie's sub-agent ", 256));
+    idx.insert(m, &h(&sub), W0, usize::MAX);
+    let d = cat(&a[..1024], &text("delta turn one ", 1024));
+    idx.insert(m, &h(&d), W0, usize::MAX);
+    // C's next turn found nothing (a flush, a restart, or its root was evicted)
     let c2 = cat(&c, &text("charlie turn two ", 256));
-    let prior = idx.prior(m, &h(&c2), W0);
-    idx.insert(m, &h(&c2), W0, usize::MAX);
+    let prior = sent(&mut idx, m, &c2);
     let c0 = idx.correct(&h(&c2), W0, &prior, 0);
-    for t in [&a, &c] {
-        assert_eq!(held(&idx, m, t), 0);
-    }
+    // its path stays; D and C's sub-agent hung below its start: gone
+    assert_eq!(held(&idx, m, &c2), c2.len());
+    assert_eq!(held(&idx, m, &sub), c.len());
+    assert_eq!(held(&idx, m, &d), 1024);
+    // A's own part is in the segment S was first recorded in (recency is per segment)
+    assert_eq!(held(&idx, m, &a), 2048);
     // B shares nothing with it: its own answer will tell
     assert_eq!(held(&idx, m, &b), 2048);
-    assert_eq!(idx.stats().chunks, 64);
+    assert_eq!(c0.dropped, (256 + 1024) / 32);
     assert_eq!(c0.newer_bytes, Some(0));
-    // a branch added below the lost part after the prediction goes too (no stranded child)
-    let (mut idx, m, [_, a, c]) = three_prompts();
-    let prior = idx.prior(m, &h(&a), W0);
+    // no path segment starts past the cut: nothing bounds when the lost chunk was used
+    let (mut idx, m, [_, a, _]) = three_prompts();
+    let prior = sent(&mut idx, m, &a);
+    assert_eq!(idx.correct(&h(&a), W0, &prior, 1024 / 32).newer_bytes, None);
+}
+
+#[test]
+fn what_requests_sent_later_used_is_not_dropped() {
+    // A's second turn is sent; before its answer (reporting only S cached) comes back, a
+    // branch of A and a new session E on S are sent to the same worker: they find what the
+    // turn's prefill recomputed. An older branch of A, not used since, is gone.
+    let (mut idx, m, [b, a, c]) = three_prompts();
+    let old = cat(&a, &text("old branch ", 256));
+    idx.insert(m, &h(&old), W0, usize::MAX);
+    let a2 = cat(&a, &text("alpha turn two ", 512));
+    let prior = sent(&mut idx, m, &a2);
     let late = cat(&a, &text("late branch ", 256));
     idx.insert(m, &h(&late), W0, usize::MAX);
-    let cut = idx.correct(&h(&a), W0, &prior, 1024 / 32);
-    assert_eq!(held(&idx, m, &late), 1024);
-    // C hangs from the kept part: kept
-    assert_eq!(held(&idx, m, &c), 2048);
-    assert_eq!(idx.stats().chunks, 32 + 32 + 64);
-    // no path segment starts past the cut: nothing bounds when the lost chunk was used
-    assert_eq!(cut.newer_bytes, None);
+    let e = cat(&a[..1024], &text("echo turn one ", 512));
+    idx.insert(m, &h(&e), W0, usize::MAX);
+    let cut = idx.correct(&h(&a2), W0, &prior, 1024 / 32);
+    assert_eq!(cut.dropped, 256 / 32);
+    assert_eq!(held(&idx, m, &old), 2048);
+    assert_eq!(held(&idx, m, &late), late.len());
+    assert_eq!(held(&idx, m, &e), e.len());
+    assert_eq!(held(&idx, m, &a2), a2.len());
+    assert_eq!(held(&idx, m, &c), 2048, "C hangs from the kept part");
+    assert_eq!(held(&idx, m, &b), 2048);
+    // a cut at the prompt's start: what the later request used stays, C (not used since) goes
+    let (mut idx, m, [_, a, c]) = three_prompts();
+    let prior = sent(&mut idx, m, &a);
+    let e = cat(&a[..1024], &text("echo turn one ", 512));
+    idx.insert(m, &h(&e), W0, usize::MAX);
+    idx.correct(&h(&a), W0, &prior, 0);
+    assert_eq!(held(&idx, m, &e), e.len());
+    assert_eq!(held(&idx, m, &c), 1024, "C's own part was not used since");
+    assert_eq!(held(&idx, m, &a), 2048);
+}
+
+/// Records `t` on worker 0 as a request sent now, returning what the index predicted for it.
+fn sent(idx: &mut Index, m: u32, t: &[u8]) -> Prior {
+    let cell = std::cell::OnceCell::new();
+    idx.insert_with_prior(m, &h(t), W0, usize::MAX, Some(&cell));
+    cell.into_inner().unwrap()
 }
 
 fn fleet(stats: &[Arc<WorkerStats>]) -> WorkerSnapshot {
@@ -326,4 +349,5 @@ fn a_pinned_session_is_compared_with_its_previous_answer() {
     assert!(r.feedback.session_short(key.unwrap()));
 }
 
+mod kv;
 mod unread;

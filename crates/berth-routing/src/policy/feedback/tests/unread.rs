@@ -50,3 +50,37 @@ fn an_unread_turns_answer_keeps_its_sessions_prefix_recent() {
     // `measure` leaves the index alone: it evicts k1's prefix, which the worker just used
     assert_eq!(after_an_unread_turn(FeedbackMode::Measure), 0);
 }
+
+#[test]
+fn a_turn_read_for_the_feedback_is_decided_as_an_unread_one() {
+    let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
+    let snap = fleet(&stats);
+    let r = router(PolicyKind::Agentic, FeedbackMode::On);
+    let ledger = |r: &Router| r.policy.ttft().unwrap().working_set_of(W0);
+    let p1 = text("an agent's first turn ", 2048);
+    let t1 = send(&r, &snap, &p1, Some("k1")).unwrap();
+    let key = t1.session.unwrap();
+    r.observe_reported(t1, report(0, &p1), &snap);
+    let size = ledger(&r);
+    assert!(size > 0);
+    // its next turn streamed unread and fell short: the turn after it is read
+    let unread = Ticket {
+        worker: W0,
+        expectation: None,
+        session: Some(key),
+    };
+    r.observe_reported(unread, report(0, &p1), &snap);
+    assert!(r.feedback.session_short(key));
+    let p2 = cat(&p1, &text("and a long history since ", 4096));
+    let t2 = send(&r, &snap, &p2, Some("k1")).unwrap();
+    // the index predicted it (the answer is compared with the index) ...
+    assert_eq!(t2.expectation.unwrap().predicted_bytes(), 2048);
+    // ... and the session ledger kept the size an unread turn leaves
+    assert_eq!(ledger(&r), size);
+    // a turn read for its own sake (not short any more) records its size
+    let t3 = send(&r, &snap, &p2, Some("k1")).unwrap();
+    r.observe_reported(t3, report(p2.len(), &p2), &snap);
+    let p3 = cat(&p2, b"more");
+    send(&r, &snap, &p3, Some("k1")).unwrap();
+    assert!(ledger(&r) > size, "{} vs {size}", ledger(&r));
+}

@@ -58,15 +58,25 @@ impl Held {
         let Some((body, ranked_len)) = self.next(worker.addr.rank()) else {
             return Ok(None);
         };
-        let head = ReqHead {
-            method: &parts.method,
-            prefix: worker.addr.prefix(),
-            path: parts.uri.path_and_query().map_or("/", |pq| pq.as_str()),
-            host: Some(&worker.host_header),
-            headers: &parts.headers,
-            forward: headers::forwarded,
-            length: ranked_len.map(|n| n as u64),
-        };
+        let head = worker_head(parts, worker, ranked_len.map(|n| n as u64));
         Ok(Some(UpRequest { head, body }))
+    }
+}
+
+/// The head of the request a worker receives: the client's method, path (under the worker's
+/// prefix) and forwarded headers, the worker's `Host`, and the body's new length if it changed.
+pub(crate) fn worker_head<'a>(
+    parts: &'a http::request::Parts,
+    worker: &'a Worker,
+    length: Option<u64>,
+) -> ReqHead<'a> {
+    ReqHead {
+        method: &parts.method,
+        prefix: worker.addr.prefix(),
+        path: parts.uri.path_and_query().map_or("/", |pq| pq.as_str()),
+        host: Some(&worker.host_header),
+        headers: &parts.headers,
+        forward: headers::forwarded,
+        length,
     }
 }

@@ -20,8 +20,7 @@ use crate::error::GatewayError;
 use crate::pd::PdLegs;
 use crate::proxy::Endpoint;
 use crate::proxy::chain::ChainWatch;
-use crate::proxy::headers;
-use crate::proxy::held::Held;
+use crate::proxy::held::{Held, worker_head};
 use crate::proxy::prepare::Prepared;
 use crate::proxy::rank::with_rank;
 use crate::proxy::respond::{Body, respond};
@@ -30,9 +29,7 @@ use crate::registry::{Registry, Worker};
 use crate::rng::with_rng;
 use crate::routing::{Leg, Outcome, WorkerId, is_retryable_status};
 use crate::state::AppState;
-use crate::upstream::{
-    AttemptError, Pool, ReqHead, Target, UpBody, UpRequest, UpResponse, Upstream,
-};
+use crate::upstream::{AttemptError, Pool, Target, UpBody, UpRequest, UpResponse, Upstream};
 
 /// Longest prefill error body kept for the gateway's error message.
 const ERROR_BODY_LIMIT: usize = 2048;
@@ -354,15 +351,7 @@ fn leg_request<'a>(
         .rank()
         .and_then(|r| with_rank(&body, r))
         .unwrap_or(body);
-    let head = ReqHead {
-        method: &parts.method,
-        prefix: worker.addr.prefix(),
-        path: parts.uri.path_and_query().map_or("/", |pq| pq.as_str()),
-        host: Some(&worker.host_header),
-        headers: &parts.headers,
-        forward: headers::forwarded,
-        length: Some(body.len() as u64),
-    };
+    let head = worker_head(parts, worker, Some(body.len() as u64));
     UpRequest {
         head,
         body: UpBody::Full(Some(body)),

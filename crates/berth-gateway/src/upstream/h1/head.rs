@@ -136,7 +136,7 @@ fn payload_method(method: &Method) -> bool {
 }
 
 /// The decimal digits of `n`, written at the end of `buf`.
-fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;

@@ -27,9 +27,10 @@ mod decode;
 mod exchange;
 mod head;
 
-pub(crate) use conn::H1Conn;
+pub(crate) use conn::{H1Conn, put_hex};
+pub(crate) use decode::{Decoder, Step};
 pub(crate) use exchange::{GiveBack, RespBody, send};
-pub(crate) use head::ReqHead;
+pub(crate) use head::{BodyFraming, ReqHead, itoa, parse_length};
 
 /// Why an exchange or a response body failed.
 #[derive(Debug, thiserror::Error)]

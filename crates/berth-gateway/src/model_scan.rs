@@ -211,6 +211,10 @@ impl ModelScan {
 
     fn keep(&mut self, b: u8, limit: usize) {
         if self.buf.len() < limit {
+            if self.buf.capacity() == 0 {
+                // one allocation for the scan: keys and most values fit
+                self.buf.reserve(MAX_KEY);
+            }
             self.buf.push(b);
         } else {
             self.overflow = true;
@@ -227,30 +231,40 @@ impl ModelScan {
     }
 
     /// The kept string, decoded (escapes resolved); `None` if it overflowed or is not valid.
+    /// The buffer is emptied, its capacity kept for the next string.
     fn take_string(&mut self) -> Option<String> {
-        let raw = std::mem::take(&mut self.buf);
+        let s = self.kept_str().map(std::borrow::Cow::into_owned);
+        self.buf.clear();
+        s
+    }
+
+    /// The kept string as [`Self::take_string`] gives it, borrowed when it has no escapes.
+    fn kept_str(&mut self) -> Option<std::borrow::Cow<'_, str>> {
         if std::mem::take(&mut self.overflow) {
             return None;
         }
+        let raw = &self.buf[..];
         if !raw.contains(&b'\\') {
-            return String::from_utf8(raw).ok();
+            return std::str::from_utf8(raw).ok().map(std::borrow::Cow::Borrowed);
         }
         let mut quoted = Vec::with_capacity(raw.len() + 2);
         quoted.push(b'"');
-        quoted.extend_from_slice(&raw);
+        quoted.extend_from_slice(raw);
         quoted.push(b'"');
-        serde_json::from_slice(&quoted).ok()
+        serde_json::from_slice::<String>(&quoted)
+            .ok()
+            .map(std::borrow::Cow::Owned)
     }
 
     /// A kept field's value is complete.
     fn field_ended(&mut self, field: Field) {
         self.keeping = None;
-        let raw = std::mem::take(&mut self.buf);
         self.kept[field as usize] = Some(if std::mem::take(&mut self.overflow) {
             Kept::TooLong
         } else {
-            Kept::Raw(raw)
+            Kept::Raw(self.buf.clone())
         });
+        self.buf.clear();
         self.seen |= field.bit();
     }
 
@@ -372,15 +386,16 @@ impl ModelScan {
         if std::mem::take(&mut self.in_key) {
             // The closing quote was kept too.
             self.buf.pop();
-            let key = self.take_string();
-            self.target = match key.as_deref() {
+            let (wanted, seen) = (self.wanted, self.seen);
+            self.target = match self.kept_str().as_deref() {
                 Some("model") => Target::Model,
                 Some(k) => Field::ALL
                     .into_iter()
-                    .find(|f| f.name() == k && self.wanted & f.bit() != 0 && !self.seen(*f))
+                    .find(|f| f.name() == k && wanted & f.bit() != 0 && seen & f.bit() == 0)
                     .map_or(Target::Other, Target::Field),
                 None => Target::Other,
             };
+            self.buf.clear();
             self.expect = Expect::Colon;
             return false;
         }

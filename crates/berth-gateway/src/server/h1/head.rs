@@ -6,11 +6,13 @@
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::BytesMut;
+use std::mem::MaybeUninit;
+
+use bytes::{Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, DATE, EXPECT, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, Version};
 
-use crate::upstream::h1::{BodyFraming, itoa, parse_length};
+use crate::upstream::h1::{BodyFraming, Span, header_spans, itoa, keep_spans, parse_length, take_spans};
 
 /// Headers a request head may have (more: 431).
 pub(crate) const MAX_HEADERS: usize = 100;
@@ -40,9 +42,9 @@ pub(crate) struct Head {
 
 /// Parses the request head at the start of `buf` and takes it off; `None`: not whole yet.
 pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadError> {
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut slots);
-    let len = match req.parse(buf) {
+    let mut slots = [const { MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(buf, &mut slots) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => {
@@ -58,25 +60,34 @@ pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadErro
         Version::HTTP_11
     };
     // where the target, each name and value lie in the head, so the head can be split off
-    let base = buf.as_ptr() as usize;
     let path = req.path.unwrap_or_default();
-    let target = (path.as_ptr() as usize - base, path.len());
-    let mut spans = [(0usize, 0usize, 0usize, 0usize); MAX_HEADERS];
-    let count = req.headers.len();
-    for (span, h) in spans.iter_mut().zip(req.headers.iter()) {
-        let name = h.name.as_ptr() as usize - base;
-        let value = h.value.as_ptr() as usize - base;
-        *span = (name, name + h.name.len(), value, value + h.value.len());
-    }
+    let target = path.as_ptr() as usize - buf.as_ptr() as usize..;
+    let target = target.start..target.start + path.len();
+    let mut spans = take_spans();
+    spans.extend(header_spans(buf, req.headers));
     let head = buf.split_to(len).freeze();
-    let uri = Uri::from_maybe_shared(head.slice(target.0..target.0 + target.1))
+    let parsed = request_head(&head, target, &spans, method, version).map(Some);
+    keep_spans(spans);
+    parsed
+}
+
+/// The request head in `head` (its target at `target`, its headers at `spans`).
+fn request_head(
+    head: &Bytes,
+    target: std::ops::Range<usize>,
+    spans: &[Span],
+    method: Method,
+    version: Version,
+) -> Result<Head, HeadError> {
+    let uri = Uri::from_maybe_shared(head.slice(target))
         .map_err(|e| HeadError::Bad(format!("invalid request target: {e}")))?;
+    let count = spans.len();
     let mut headers = HeaderMap::with_capacity(count);
     let mut length: Option<u64> = None;
     let mut chunked = None;
     let mut keep_alive = version == Version::HTTP_11;
     let mut expect_continue = false;
-    for &(ns, ne, vs, ve) in &spans[..count] {
+    for &[ns, ne, vs, ve] in spans {
         let name =
             HeaderName::from_bytes(&head[ns..ne]).map_err(|e| HeadError::Bad(e.to_string()))?;
         let raw = &head[vs..ve];
@@ -122,12 +133,12 @@ pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadErro
     *req.uri_mut() = uri;
     *req.version_mut() = version;
     *req.headers_mut() = headers;
-    Ok(Some(Head {
+    Ok(Head {
         req,
         body,
         keep_alive,
         expect_continue,
-    }))
+    })
 }
 
 fn bad(what: &str) -> HeadError {

@@ -195,9 +195,11 @@ pub(crate) enum Parsed {
 /// it off. The header values are slices of the head's bytes split off `buf`: no copy, and the
 /// buffer is reused once the head is dropped.
 pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Parsed, H1Error> {
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut res = httparse::Response::new(&mut slots);
-    let len = match res.parse(buf) {
+    let mut slots = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut res = httparse::Response::new(&mut []);
+    let parsed =
+        httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut res, buf, &mut slots);
+    let len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
         Err(e) => return Err(H1Error::Head(e.to_string())),
@@ -219,20 +221,28 @@ pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Pars
         Version::HTTP_11
     };
     // where each name and value lies in the head, so the head can be split off after
-    let base = buf.as_ptr() as usize;
-    let mut spans = [(0usize, 0usize, 0usize, 0usize); MAX_HEADERS];
-    let count = res.headers.len();
-    for (span, h) in spans.iter_mut().zip(res.headers.iter()) {
-        let name = h.name.as_ptr() as usize - base;
-        let value = h.value.as_ptr() as usize - base;
-        *span = (name, name + h.name.len(), value, value + h.value.len());
-    }
+    let mut spans = take_spans();
+    spans.extend(header_spans(buf, res.headers));
     let head = buf.split_to(len).freeze();
+    let parsed = response_head(&head, &spans, method, status, version);
+    keep_spans(spans);
+    parsed
+}
+
+/// The response head in `head` (whose headers lie at `spans`).
+fn response_head(
+    head: &bytes::Bytes,
+    spans: &[Span],
+    method: &Method,
+    status: StatusCode,
+    version: Version,
+) -> Result<Parsed, H1Error> {
+    let count = spans.len();
     let mut headers = HeaderMap::with_capacity(count);
     let mut length: Option<u64> = None;
     let mut chunked = None;
     let mut close = version == Version::HTTP_10;
-    for &(ns, ne, vs, ve) in &spans[..count] {
+    for &[ns, ne, vs, ve] in spans {
         let name =
             HeaderName::from_bytes(&head[ns..ne]).map_err(|e| H1Error::Head(e.to_string()))?;
         let raw = &head[vs..ve];
@@ -282,6 +292,39 @@ pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Pars
         framing,
         keep_alive,
     }))
+}
+
+/// Where a header's name and value lie in its head: name start and end, value start and end.
+pub(crate) type Span = [usize; 4];
+
+thread_local! {
+    /// The spans of the head being parsed, one list per thread (a head's parse then zeroes no
+    /// table).
+    static SPANS: std::cell::RefCell<Vec<Span>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// This thread's span list, empty (give it back with [`keep_spans`]).
+pub(crate) fn take_spans() -> Vec<Span> {
+    SPANS.with_borrow_mut(std::mem::take)
+}
+
+/// Gives a span list back for the next head.
+pub(crate) fn keep_spans(mut spans: Vec<Span>) {
+    spans.clear();
+    SPANS.set(spans);
+}
+
+/// The spans of `headers`, parsed out of `buf`.
+pub(crate) fn header_spans<'a>(
+    buf: &'a [u8],
+    headers: &'a [httparse::Header<'a>],
+) -> impl Iterator<Item = Span> + 'a {
+    let base = buf.as_ptr() as usize;
+    headers.iter().map(move |h| {
+        let name = h.name.as_ptr() as usize - base;
+        let value = h.value.as_ptr() as usize - base;
+        [name, name + h.name.len(), value, value + h.value.len()]
+    })
 }
 
 fn bad(what: &str) -> H1Error {

@@ -30,7 +30,9 @@ mod head;
 pub(crate) use conn::{H1Conn, put_hex};
 pub(crate) use decode::{Decoder, Step};
 pub(crate) use exchange::{GiveBack, RespBody, send};
-pub(crate) use head::{BodyFraming, ReqHead, itoa, parse_length};
+pub(crate) use head::{
+    BodyFraming, ReqHead, Span, header_spans, itoa, keep_spans, parse_length, take_spans,
+};
 
 /// Why an exchange or a response body failed.
 #[derive(Debug, thiserror::Error)]

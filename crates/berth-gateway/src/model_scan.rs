@@ -245,7 +245,9 @@ impl ModelScan {
         }
         let raw = &self.buf[..];
         if !raw.contains(&b'\\') {
-            return std::str::from_utf8(raw).ok().map(std::borrow::Cow::Borrowed);
+            return std::str::from_utf8(raw)
+                .ok()
+                .map(std::borrow::Cow::Borrowed);
         }
         let mut quoted = Vec::with_capacity(raw.len() + 2);
         quoted.push(b'"');

@@ -9,8 +9,8 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use http::{Method, Request, Response};
 use crate::request_body::ConnBody;
+use http::{Method, Request, Response};
 
 use crate::admin::{self, authorized};
 use crate::admission;

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use crate::request_body::ConnBody;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 
 use super::auth::{admin_key, authorized};
 use super::{fanout, info, legacy, sticky, workers};

@@ -15,9 +15,9 @@
 
 use std::sync::Arc;
 
+use crate::request_body::ConnBody;
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
-use crate::request_body::ConnBody;
 use serde::Deserialize;
 
 use super::respond::json;

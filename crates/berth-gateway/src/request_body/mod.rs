@@ -18,9 +18,9 @@ mod wire;
 
 pub(crate) use budget::{BodyBudget, BodyBudgetMetrics};
 pub(crate) use client::ClientBody;
-pub(crate) use wire::{ConnBody, SharedWire, Wire};
 pub use deadline::BodyTimeouts;
 pub(crate) use deadline::{BodyDeadline, read_body};
 pub(crate) use lookahead::{
     CAPTURE_LIMIT, KeyHold, LOOKAHEAD_LIMIT, LateCheck, Lookahead, NvextSlot, read_ahead,
 };
+pub(crate) use wire::{ConnBody, SharedWire, Wire};

@@ -71,7 +71,9 @@ impl Body for ConnBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.wire.as_ref().is_none_or(|w| Self::lock(w).body_ended())
+        self.wire
+            .as_ref()
+            .is_none_or(|w| Self::lock(w).body_ended())
     }
 
     fn size_hint(&self) -> SizeHint {

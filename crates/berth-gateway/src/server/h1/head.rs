@@ -12,7 +12,9 @@ use bytes::{Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, DATE, EXPECT, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, Version};
 
-use crate::upstream::h1::{BodyFraming, Span, header_spans, itoa, keep_spans, parse_length, take_spans};
+use crate::upstream::h1::{
+    BodyFraming, Span, header_spans, itoa, keep_spans, parse_length, take_spans,
+};
 
 /// Headers a request head may have (more: 431).
 pub(crate) const MAX_HEADERS: usize = 100;
@@ -52,6 +54,9 @@ pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadErro
         }
         Err(e) => return Err(HeadError::Bad(e.to_string())),
     };
+    if len > MAX_HEAD {
+        return Err(HeadError::TooLarge("request head larger than 64 KiB"));
+    }
     let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes())
         .map_err(|e| HeadError::Bad(e.to_string()))?;
     let version = if req.version == Some(0) {
@@ -104,14 +109,13 @@ fn request_head(
                 let token = token.trim_ascii();
                 if token.eq_ignore_ascii_case(b"close") {
                     keep_alive = false;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") && version == Version::HTTP_10
-                {
+                } else if token.eq_ignore_ascii_case(b"keep-alive") && version == Version::HTTP_10 {
                     keep_alive = true;
                 }
             }
         } else if name == EXPECT {
-            expect_continue =
-                version == Version::HTTP_11 && raw.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+            expect_continue = version == Version::HTTP_11
+                && raw.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         }
         let value = HeaderValue::from_maybe_shared(head.slice(vs..ve))
             .map_err(|e| HeadError::Bad(e.to_string()))?;
@@ -279,4 +283,3 @@ fn put_date(out: &mut Vec<u8>) {
 
 /// The `100 Continue` an `Expect: 100-continue` request waits for.
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
-

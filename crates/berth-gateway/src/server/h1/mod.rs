@@ -32,13 +32,13 @@ mod read;
 mod write;
 
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 
 use http::{Method, Request, Response, StatusCode};
 use http_body::Body as _;
-use hyper::rt::Timer;
+use hyper::rt::{Sleep, Timer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
@@ -73,13 +73,15 @@ pub(crate) async fn serve<R, W>(
     let mut out = Writer::new(w);
     let header_timeout = io.state.config.header_read_timeout.zip(timer);
     let mut stopping = *stop.borrow();
+    // one header-timeout sleep for the connection's life, re-armed for each head
+    let mut sleep: Option<Pin<Box<dyn Sleep>>> = None;
     loop {
         if stopping && lock(&read).idle() {
             break;
         }
         // the head, within the header timeout; an idle connection closes when the gateway stops
         let head = {
-            let mut sleep = None;
+            let mut armed = false;
             let mut changed = pin!(stop.changed());
             poll_fn(|cx| {
                 let mut r = lock(&read);
@@ -93,7 +95,15 @@ pub(crate) async fn serve<R, W>(
                     return Poll::Ready(Ok(None));
                 }
                 if let Some((timeout, timer)) = &header_timeout {
-                    let s = sleep.get_or_insert_with(|| timer.sleep(*timeout));
+                    let s = match (&mut sleep, armed) {
+                        (Some(s), true) => s,
+                        (Some(s), false) => {
+                            timer.reset(s, timer.now() + *timeout);
+                            s
+                        }
+                        (None, _) => sleep.insert(timer.sleep(*timeout)),
+                    };
+                    armed = true;
                     if s.as_mut().poll(cx).is_ready() {
                         return Poll::Ready(Err(NoHead::Closed));
                     }
@@ -183,13 +193,21 @@ fn lock<R>(read: &Mutex<ReadSide<R>>) -> MutexGuard<'_, ReadSide<R>> {
 /// Answers a refused head (400 or 431 with the JSON error shape, `Connection: close`).
 async fn refuse<W: AsyncWrite + Unpin>(io: &IoCtx, out: &mut Writer<W>, e: HeadError) {
     let (status, msg) = match e {
-        HeadError::Bad(m) => (StatusCode::BAD_REQUEST, format!("invalid request head: {m}")),
+        HeadError::Bad(m) => (
+            StatusCode::BAD_REQUEST,
+            format!("invalid request head: {m}"),
+        ),
         HeadError::TooLarge(m) => (StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, m.to_owned()),
     };
     let mut resp: Response<Body> = GatewayError::BadRequest(msg).to_response();
     *resp.status_mut() = status;
-    request_id::stamp(&mut resp, request_id::for_request(&http::HeaderMap::new(), "/"));
-    io.state.metrics.response(resp.status(), resp.headers(), false);
+    request_id::stamp(
+        &mut resp,
+        request_id::for_request(&http::HeaderMap::new(), "/"),
+    );
+    io.state
+        .metrics
+        .response(resp.status(), resp.headers(), false);
     let (parts, mut body) = resp.into_parts();
     let exact = body.size_hint().exact();
     let ex = Exchange {

@@ -197,8 +197,8 @@ pub(crate) enum Parsed {
 pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Parsed, H1Error> {
     let mut slots = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
     let mut res = httparse::Response::new(&mut []);
-    let parsed =
-        httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut res, buf, &mut slots);
+    let parsed = httparse::ParserConfig::default()
+        .parse_response_with_uninit_headers(&mut res, buf, &mut slots);
     let len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),

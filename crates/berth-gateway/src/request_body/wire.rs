@@ -12,13 +12,15 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
 /// A connection's read side, as the current request's body reads it.
+/// `request` is the request's number on its connection: a body kept past its request's end
+/// reads nothing of the next request's.
 pub(crate) trait Wire: Send {
-    /// The next piece of the current request's body; `None` at its end.
-    fn poll_body(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>>;
-    /// Whether the body has ended.
-    fn body_ended(&self) -> bool;
+    /// The next piece of request `request`'s body; `None` at its end.
+    fn poll_body(&mut self, request: u64, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>>;
+    /// Whether the body has ended (or its request is over).
+    fn body_ended(&self, request: u64) -> bool;
     /// The body bytes still to come, when known.
-    fn body_remaining(&self) -> Option<u64>;
+    fn body_remaining(&self, request: u64) -> Option<u64>;
 }
 
 /// A connection's read side, shared by the connection and its current request's body (both are
@@ -29,6 +31,8 @@ pub(crate) type SharedWire = Arc<Mutex<dyn Wire>>;
 pub(crate) struct ConnBody {
     /// `None`: the request has no body.
     wire: Option<SharedWire>,
+    /// The request's number on its connection.
+    request: u64,
 }
 
 impl std::fmt::Debug for ConnBody {
@@ -40,14 +44,20 @@ impl std::fmt::Debug for ConnBody {
 }
 
 impl ConnBody {
-    /// A body read from `wire` (which knows its framing).
-    pub(crate) fn new(wire: SharedWire) -> Self {
-        Self { wire: Some(wire) }
+    /// The body of `wire`'s request number `request` (the wire knows its framing).
+    pub(crate) fn new(wire: SharedWire, request: u64) -> Self {
+        Self {
+            wire: Some(wire),
+            request,
+        }
     }
 
     /// A request without a body.
     pub(crate) fn empty() -> Self {
-        Self { wire: None }
+        Self {
+            wire: None,
+            request: 0,
+        }
     }
 
     fn lock(wire: &SharedWire) -> MutexGuard<'_, dyn Wire + 'static> {
@@ -66,18 +76,22 @@ impl Body for ConnBody {
         let Some(wire) = &self.wire else {
             return Poll::Ready(None);
         };
-        let polled = Self::lock(wire).poll_body(cx);
+        let polled = Self::lock(wire).poll_body(self.request, cx);
         polled.map(|o| o.map(|r| r.map(Frame::data)))
     }
 
     fn is_end_stream(&self) -> bool {
         self.wire
             .as_ref()
-            .is_none_or(|w| Self::lock(w).body_ended())
+            .is_none_or(|w| Self::lock(w).body_ended(self.request))
     }
 
     fn size_hint(&self) -> SizeHint {
-        match self.wire.as_ref().map(|w| Self::lock(w).body_remaining()) {
+        match self
+            .wire
+            .as_ref()
+            .map(|w| Self::lock(w).body_remaining(self.request))
+        {
             None => SizeHint::with_exact(0),
             Some(Some(n)) => SizeHint::with_exact(n),
             Some(None) => SizeHint::default(),

@@ -31,6 +31,9 @@ mod head;
 mod read;
 mod write;
 
+#[cfg(test)]
+mod tests;
+
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -128,7 +131,7 @@ pub(crate) async fn serve<R, W>(
         let body = if head.body == BodyFraming::Length(0) {
             ConnBody::empty()
         } else {
-            ConnBody::new(wire.clone())
+            ConnBody::new(wire.clone(), lock(&read).request)
         };
         let (parts, ()) = head.req.into_parts();
         let req = Request::from_parts(parts, body);

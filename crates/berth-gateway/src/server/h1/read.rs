@@ -39,6 +39,8 @@ pub(crate) struct ReadSide<R> {
     /// The body broke (bad framing, the client left): the connection cannot carry another
     /// request.
     pub(crate) broken: bool,
+    /// The current request's number on the connection.
+    pub(crate) request: u64,
 }
 
 /// Why no request head was read.
@@ -59,6 +61,7 @@ impl<R: AsyncRead + Unpin + Send> ReadSide<R> {
             expect: Expect::No,
             eof: false,
             broken: false,
+            request: 0,
         }
     }
 
@@ -81,6 +84,7 @@ impl<R: AsyncRead + Unpin + Send> ReadSide<R> {
             if !self.buf.is_empty() {
                 match parse_request(&mut self.buf) {
                     Ok(Some(head)) => {
+                        self.request += 1;
                         self.body = Decoder::new(head.body);
                         self.expect = if head.expect_continue && !self.body.is_done() {
                             Expect::Waiting
@@ -160,7 +164,10 @@ impl<R: AsyncRead + Unpin + Send> ReadSide<R> {
 }
 
 impl<R: AsyncRead + Unpin + Send> Wire for ReadSide<R> {
-    fn poll_body(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
+    fn poll_body(&mut self, request: u64, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
+        if request != self.request {
+            return Poll::Ready(Some(Err(io::Error::other("the request is over"))));
+        }
         if self.expect == Expect::Waiting {
             self.expect = Expect::Due;
         }
@@ -196,11 +203,14 @@ impl<R: AsyncRead + Unpin + Send> Wire for ReadSide<R> {
         }
     }
 
-    fn body_ended(&self) -> bool {
-        self.body.is_done()
+    fn body_ended(&self, request: u64) -> bool {
+        request != self.request || self.body.is_done()
     }
 
-    fn body_remaining(&self) -> Option<u64> {
+    fn body_remaining(&self, request: u64) -> Option<u64> {
+        if request != self.request {
+            return Some(0);
+        }
         self.body.remaining()
     }
 }

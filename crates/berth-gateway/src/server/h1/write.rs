@@ -56,6 +56,12 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
         Pin::new(&mut self.io).poll_flush(cx)
     }
 
+    /// The IO (tests).
+    #[cfg(test)]
+    pub(crate) fn into_inner(self) -> W {
+        self.io
+    }
+
     /// Closes the write side (TLS: the close-notify), best effort.
     pub(crate) async fn shutdown(&mut self) {
         let _ = std::future::poll_fn(|cx| self.poll_flush(cx)).await;

@@ -8,20 +8,19 @@ use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
 use http_body::{Body, Frame, SizeHint};
-
-use super::wire::ConnBody;
+use hyper::body::Incoming;
 
 /// The request body: read-ahead frames first, then the rest.
 #[derive(Debug)]
 pub(crate) struct ClientBody {
     read: VecDeque<Frame<Bytes>>,
     read_len: u64,
-    inner: ConnBody,
+    inner: Incoming,
 }
 
 impl ClientBody {
     /// The body as it arrives, nothing read yet.
-    pub(crate) fn new(inner: ConnBody) -> Self {
+    pub(crate) fn new(inner: Incoming) -> Self {
         Self {
             read: VecDeque::new(),
             read_len: 0,
@@ -35,7 +34,7 @@ impl ClientBody {
     }
 
     /// The connection's body, for reading ahead; what is read goes back with [`Self::keep`].
-    pub(crate) fn rest(&mut self) -> &mut ConnBody {
+    pub(crate) fn rest(&mut self) -> &mut Incoming {
         &mut self.inner
     }
 
@@ -50,12 +49,12 @@ impl ClientBody {
 
 impl Body for ClientBody {
     type Data = Bytes;
-    type Error = std::io::Error;
+    type Error = hyper::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         if let Some(frame) = self.read.pop_front() {
             if let Some(d) = frame.data_ref() {
                 self.read_len -= d.remaining() as u64;
@@ -80,8 +79,8 @@ impl Body for ClientBody {
     }
 }
 
-impl From<ConnBody> for ClientBody {
-    fn from(inner: ConnBody) -> Self {
+impl From<Incoming> for ClientBody {
+    fn from(inner: Incoming) -> Self {
         Self::new(inner)
     }
 }

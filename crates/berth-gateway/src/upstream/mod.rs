@@ -19,7 +19,7 @@ mod addr;
 mod attempt;
 mod body;
 mod client;
-pub(crate) mod h1;
+mod h1;
 mod pool;
 mod replay;
 mod wait;

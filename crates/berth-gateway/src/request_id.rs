@@ -30,10 +30,23 @@ const ALPHANUMERIC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 
 /// The id of a request: the client's, or a fresh one for its path.
 pub(crate) fn for_request(headers: &HeaderMap, path: &str) -> HeaderValue {
-    CLIENT_HEADERS
-        .iter()
-        .find_map(|name| headers.get(name).filter(|v| !v.is_empty()).cloned())
-        .unwrap_or_else(|| fresh(prefix(path)))
+    // One pass over the request's few headers rather than a hashed lookup per candidate name
+    // (those were 2-3% of a proxied request's instructions). As `get` would: only a name's
+    // first value counts, and the earliest name in `CLIENT_HEADERS` with a non-empty one wins.
+    let mut seen = [false; 4];
+    let mut best: Option<(usize, &HeaderValue)> = None;
+    for (name, value) in headers {
+        let Some(rank) = CLIENT_HEADERS.iter().position(|n| n == name) else {
+            continue;
+        };
+        if std::mem::replace(&mut seen[rank], true) || value.is_empty() {
+            continue;
+        }
+        if best.is_none_or(|(r, _)| rank < r) {
+            best = Some((rank, value));
+        }
+    }
+    best.map_or_else(|| fresh(prefix(path)), |(_, v)| v.clone())
 }
 
 /// Sets the id on a finished response.
@@ -83,6 +96,16 @@ mod tests {
         assert_eq!(for_request(&h, "/v1/chat/completions"), "trace-1");
         h.insert("x-request-id", "mine".parse().unwrap());
         assert_eq!(for_request(&h, "/v1/chat/completions"), "mine");
+        // the order of the names decides, not the order of the headers; a name whose first
+        // value is empty is passed over (its later values too, as `HeaderMap::get` sees it)
+        let mut h = HeaderMap::new();
+        h.append("request-id", "last-name".parse().unwrap());
+        h.append("x-request-id", "".parse().unwrap());
+        h.append("x-request-id", "second-value".parse().unwrap());
+        h.append("x-correlation-id", "corr".parse().unwrap());
+        assert_eq!(for_request(&h, "/v1/chat/completions"), "corr");
+        h.remove("x-correlation-id");
+        assert_eq!(for_request(&h, "/v1/chat/completions"), "last-name");
 
         let empty = HeaderMap::new();
         for (path, prefix) in [

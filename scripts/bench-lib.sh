@@ -49,3 +49,32 @@ if os.getenv("PACE_MS") then
 end
 LUA
 }
+
+static_workers() { # dir port...: one nginx answering a fixed chat JSON on each port (trivial "workers")
+    local dir=$1 p listen
+    shift
+    mkdir -p "$dir"
+    listen=$(for p in "$@"; do printf 'listen 127.0.0.1:%s;\n' "$p"; done)
+    cat >"$dir/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $dir;
+    keepalive_requests 1000000;
+    server {
+        $listen
+        default_type application/json;
+        location = /health { return 200 'ok'; }
+        location = /v1/models { return 200 '{"object":"list","data":[{"id":"sim-model","object":"model"}]}'; }
+        location / { return 200 '{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}'; }
+    }
+}
+CONF
+    nginx -c "$dir/nginx.conf" -p "$dir" >"$dir/stdout.log" 2>&1 &
+    PIDS+=($!)
+    for p in "$@"; do wait_http "http://127.0.0.1:$p/health"; done
+}

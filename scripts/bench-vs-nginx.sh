@@ -36,30 +36,8 @@ command -v nginx >/dev/null || { echo "nginx not found (apt-get install nginx)";
 (cd "$ROOT" && cargo build --release -q -p berth)
 
 W=($((BASE + 1)) $((BASE + 2)) $((BASE + 3)) $((BASE + 4)))
-mkdir -p "$OUT/up" "$OUT/px"
-listen=$(for p in "${W[@]}"; do printf 'listen 127.0.0.1:%s;\n' "$p"; done)
-cat >"$OUT/up/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $OUT/up/nginx.pid;
-error_log $OUT/up/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $OUT/up;
-    keepalive_requests 1000000;
-    server {
-        $listen
-        default_type application/json;
-        location = /health { return 200 'ok'; }
-        location = /v1/models { return 200 '{"object":"list","data":[{"id":"sim-model","object":"model"}]}'; }
-        location / { return 200 '{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}'; }
-    }
-}
-CONF
-nginx -c "$OUT/up/nginx.conf" -p "$OUT/up" >"$OUT/up/stdout.log" 2>&1 &
-PIDS+=($!)
-for p in "${W[@]}"; do wait_http "http://127.0.0.1:$p/health"; done
+mkdir -p "$OUT/px"
+static_workers "$OUT/up" "${W[@]}"
 
 NGINX_PORT=$((BASE + 10))
 servers=$(for p in "${W[@]}"; do printf 'server 127.0.0.1:%s;\n' "$p"; done)

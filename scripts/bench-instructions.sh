@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Instructions per proxied request, counted under callgrind: a figure of the request path that
+# does not move with the machine's load (CPU time per request moves by 10-25% between runs of the
+# same binary on a shared machine; this count by under 1%). The set-up of bench-vs-nginx.sh: 4
+# static nginx "workers", `berth serve --policy manual --io-threads 1` in front of them (this
+# build as `after`, BIN_<label> builds to compare, in that order), wrk sending keyed chat
+# requests (KEYS keys, WORDS-word bodies) over 8 connections. Each gateway runs under
+# `valgrind --tool=callgrind`; after a 3 s warm-up its counters are zeroed, wrk runs DURATION s,
+# the counters are dumped: instructions (Ir) per request = the dump's total / wrk's requests.
+# Instructions are not time (cache misses, syscalls and the kernel's share are not in them):
+# use it next to bench-vs-nginx.sh, not instead of it. `callgrind_annotate $OUT/cg-<label>.out.*`
+# shows where they go.
+#
+# Needs: valgrind, nginx, wrk (apt-get install valgrind nginx wrk).
+# Usage: scripts/bench-instructions.sh [DURATION]
+#   BIN_before=/path/to/old/berth KEYS=1000 WORDS=10 BASE_PORT=18400
+set -euo pipefail
+
+DURATION=${1:-6}
+KEYS=${KEYS:-1000}
+WORDS=${WORDS:-10}
+BASE=${BASE_PORT:-18400}
+OUT=${OUT:-/tmp/berth-instructions}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BERTH=$ROOT/target/release/berth
+# shellcheck source=scripts/bench-lib.sh
+. "$ROOT/scripts/bench-lib.sh"
+
+for tool in valgrind callgrind_control callgrind_annotate nginx wrk; do
+    command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install valgrind nginx wrk)"; exit 1; }
+done
+mkdir -p "$OUT"
+rm -f "$OUT"/cg-*.out*
+trap kill_pids EXIT
+(cd "$ROOT" && cargo build --release -q -p berth)
+
+W=($((BASE + 1)) $((BASE + 2)) $((BASE + 3)) $((BASE + 4)))
+static_workers "$OUT/up" "${W[@]}"
+words=$(printf 'lorem %.0s' $(seq 1 "$WORDS"))
+keyed_chat_lua "$OUT/req.lua" "$KEYS" "$words"
+urls=$(for p in "${W[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)
+
+printf "\n== instructions per request: 4 static nginx workers, wrk -t1 -c8, %s s, %s keys, %s-word bodies ==\n" \
+    "$DURATION" "$KEYS" "$WORDS"
+printf "%-12s %10s %16s %10s\n" build requests instructions/req vs_first
+first=
+i=0
+for var in after $(compgen -v BIN_ || true); do
+    if [ "$var" = after ]; then label=after; bin=$BERTH; else label=${var#BIN_}; bin=${!var}; fi
+    port=$((BASE + 20 + i)); i=$((i + 1))
+    # shellcheck disable=SC2086
+    valgrind --tool=callgrind --callgrind-out-file="$OUT/cg-$label.out" "$bin" serve \
+        --host 127.0.0.1 --port "$port" --worker-urls $urls --policy manual --io-threads 1 \
+        --log-level warn >"$OUT/berth-$label.log" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    wait_http "http://127.0.0.1:$port/readiness"
+    wrk -t1 -c8 -d3s -s "$OUT/req.lua" "http://127.0.0.1:$port" >/dev/null
+    callgrind_control -z "$pid" >/dev/null 2>&1
+    wrk -t1 -c8 -d"${DURATION}s" -s "$OUT/req.lua" "http://127.0.0.1:$port" >"$OUT/wrk-$label.txt"
+    callgrind_control -d "$pid" >/dev/null 2>&1
+    kill "$pid"
+    wait "$pid" 2>/dev/null || true
+    if grep -q Non-2xx "$OUT/wrk-$label.txt"; then
+        echo "non-2xx answers from $label: see $OUT/wrk-$label.txt" >&2; exit 1
+    fi
+    reqs=$(awk '/requests in/ {print $1}' "$OUT/wrk-$label.txt")
+    # the dump after zeroing is the one with a part number (.1); the final one at exit is not used
+    dump=$(ls "$OUT/cg-$label.out".* | head -1)
+    ir=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+    per=$((ir / reqs))
+    [ -z "$first" ] && first=$per
+    printf "%-12s %10s %16s %10s\n" "$label" "$reqs" "$per" \
+        "$(awk -v a="$per" -v b="$first" 'BEGIN { printf "%.3f", a / b }')"
+done

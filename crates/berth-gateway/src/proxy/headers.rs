@@ -38,13 +38,29 @@ pub(crate) fn forwarded(name: &HeaderName) -> bool {
 
 /// Drops hop-by-hop headers from a worker's response, in place.
 pub(crate) fn strip_response_headers(headers: &mut HeaderMap) {
+    // One pass over the response's few names finds the hop-by-hop ones present; only those
+    // are removed (a `remove` of each of the nine names hashed every name, ~2% of a proxied
+    // request's instructions, for responses that carry one or none of them).
+    let mut present: [Option<HeaderName>; 9] = Default::default();
+    let mut n = 0;
+    for name in headers.keys() {
+        if HOP_BY_HOP.contains(name) || name == header::TRANSFER_ENCODING {
+            // each name comes once from `keys`, and there are nine such names
+            if let Some(slot) = present.get_mut(n) {
+                *slot = Some(name.clone());
+                n += 1;
+            }
+        }
+    }
+    if n == 0 {
+        return;
+    }
     for name in connection_listed(headers) {
         headers.remove(name);
     }
-    for name in &HOP_BY_HOP {
+    for name in present.into_iter().flatten() {
         headers.remove(name);
     }
-    headers.remove(header::TRANSFER_ENCODING);
 }
 
 fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
@@ -100,5 +116,39 @@ mod tests {
         ] {
             assert!(forwarded(&HeaderName::from_static(name)), "{name}");
         }
+    }
+
+    #[test]
+    fn a_response_loses_its_hop_by_hop_headers_and_those_connection_names() {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("content-type", "application/json"),
+            ("connection", "x-private, upgrade"),
+            ("x-private", "1"),
+            ("keep-alive", "timeout=5"),
+            ("proxy-connection", "keep-alive"),
+            ("proxy-authenticate", "Basic"),
+            ("te", "trailers"),
+            ("trailer", "x-a"),
+            ("trailer", "x-b"),
+            ("upgrade", "h2c"),
+            ("transfer-encoding", "chunked"),
+            ("x-kept", "2"),
+        ] {
+            h.append(HeaderName::from_static(k), v.parse().unwrap());
+        }
+        strip_response_headers(&mut h);
+        let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["content-type", "x-kept"]);
+
+        // nothing hop-by-hop: untouched
+        let mut h = HeaderMap::new();
+        h.append("content-type", "text/plain".parse().unwrap());
+        h.append("x-a", "1".parse().unwrap());
+        h.append("x-a", "2".parse().unwrap());
+        let before = h.clone();
+        strip_response_headers(&mut h);
+        assert_eq!(h, before);
     }
 }

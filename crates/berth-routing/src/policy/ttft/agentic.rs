@@ -68,6 +68,11 @@ pub(crate) const REBALANCE_MIN_TURNS: u32 = 8;
 /// Turn rates within this share of the least count as equal at placement (then cost decides).
 pub(crate) const RATE_TIE: f64 = 0.05;
 
+/// The fleet load the copy pricing assumes at most (a copy then costs the requests behind it
+/// four times its own prefill): an estimate from turn rates and queues is rough, and past this
+/// a copy that would even out a queue many turns long is still allowed.
+pub(crate) const LOAD_MAX: f64 = 0.8;
+
 /// Whether a worker sending `rate` turns per second is over its share of `rates` (every
 /// candidate's, itself included). Takes the rates as they are read (no collection: the pinned
 /// path asks this on every turn of a long session).
@@ -92,14 +97,15 @@ pub(crate) fn cost(e: &Estimate) -> f64 {
     e.prediction.ttft_ms + e.per_token_ms * overflow(e)
 }
 
-/// The least-cost estimate; near-ties to the least working set, then at random.
+/// The estimate `price` finds least; near-ties to the least working set, then at random.
 fn cheapest<'a>(
     estimates: impl Iterator<Item = &'a Estimate> + Clone,
+    price: impl Fn(&Estimate) -> f64 + Copy,
     rng: &mut Rng,
 ) -> Option<&'a Estimate> {
-    let best = estimates.clone().map(cost).min_by(f64::total_cmp)?;
-    let near = |e: &&Estimate| {
-        let c = cost(e);
+    let best = estimates.clone().map(price).min_by(f64::total_cmp)?;
+    let near = move |e: &&Estimate| {
+        let c = price(e);
         c <= best + TIE_MS.max(best * TIE_REL) || c == best
     };
     let least = estimates
@@ -117,20 +123,68 @@ fn cheapest<'a>(
     pool().nth(rng.below(n))
 }
 
+/// How busy the fleet's prefill is, in `0..=`[`LOAD_MAX`]: the larger of what its live
+/// sessions send (their turns per second times one typical turn's prefill, per candidate) and
+/// the backlog every candidate has now (the least queue, `q` typical turns long: `q / (q + 1)`;
+/// a burst of new sessions shows there before any turn rate is known). 0 while a typical
+/// turn's cost is unknown.
+pub(crate) fn load(eval: &Evaluation) -> f64 {
+    let n = eval.estimates.len();
+    if n == 0 || eval.turn_ms <= 0.0 {
+        return 0.0;
+    }
+    let rates: f64 = eval.estimates.iter().map(|e| e.turn_rate).sum();
+    let sent = rates * eval.turn_ms / 1000.0 / n as f64;
+    let backlog = eval
+        .estimates
+        .iter()
+        .map(|e| e.prediction.ahead_tokens * e.per_token_ms)
+        .min_by(f64::total_cmp)
+        .unwrap_or(0.0);
+    let q = backlog.max(0.0) / eval.turn_ms;
+    sent.max(q / (q + 1.0)).clamp(0.0, LOAD_MAX)
+}
+
+/// What sending the request to `e`'s worker costs the fleet, ms: [`cost`], plus the delay the
+/// prefill it adds beyond `floor` tokens (what the best-placed candidate must prefill: a copy
+/// of a prefix or history another worker holds) causes the requests that queue behind it:
+/// `extra` (`load / (1 - load)`, [`copy_weight`]) times that prefill. On an idle fleet a copy
+/// delays nobody else; on a saturated one it delays every request behind it until the backlog
+/// drains.
+fn fleet_cost(e: &Estimate, floor: f64, extra: f64) -> f64 {
+    cost(e) + extra * e.per_token_ms * (e.own_tokens - floor).max(0.0)
+}
+
+/// `load / (1 - load)` of [`load`]: how many times its own prefill a copy costs the requests
+/// behind it.
+pub(crate) fn copy_weight(eval: &Evaluation) -> f64 {
+    let rho = load(eval);
+    rho / (1.0 - rho)
+}
+
 /// Where a request without a pin goes: among the candidates within one typical turn's prefill
 /// of the least cost, to the one whose live sessions send the fewest turns (module docs,
 /// "Placement"); the cheapest of those.
 pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
-    let best = eval.estimates.iter().map(cost).min_by(f64::total_cmp)?;
+    let extra = copy_weight(eval);
+    let floor = eval
+        .estimates
+        .iter()
+        .map(|e| e.own_tokens)
+        .min_by(f64::total_cmp)?;
+    let price = move |e: &Estimate| fleet_cost(e, floor, extra);
+    let best = eval.estimates.iter().map(price).min_by(f64::total_cmp)?;
     let band = TIE_MS.max(best * TIE_REL).max(eval.turn_ms);
     let close = || {
         eval.estimates
             .iter()
-            .filter(move |e| cost(e) <= best + band)
+            .filter(move |e| price(e) <= best + band)
     };
     let least = close().map(|e| e.turn_rate).min_by(f64::total_cmp)?;
     let calm = move |e: &&Estimate| e.turn_rate <= least * (1.0 + RATE_TIE) + f64::EPSILON;
-    cheapest(close().filter(calm), rng).map(|e| e.worker)
+    let fewest = close().filter(calm).map(|e| e.sessions).min()?;
+    let few = move |e: &&Estimate| e.sessions <= fewest;
+    cheapest(close().filter(calm).filter(few), price, rng).map(|e| e.worker)
 }
 
 /// Where a session pinned to `pinned` moves, if staying is clearly worse than the move's whole
@@ -142,9 +196,15 @@ pub(crate) fn move_target(
     rng: &mut Rng,
 ) -> Option<WorkerId> {
     let here = eval.of(pinned)?;
-    let to = cheapest(eval.estimates.iter().filter(|e| e.worker != pinned), rng)?;
+    let extra = copy_weight(eval);
+    let price = move |e: &Estimate| fleet_cost(e, here.own_tokens, extra);
+    let to = cheapest(
+        eval.estimates.iter().filter(|e| e.worker != pinned),
+        price,
+        rng,
+    )?;
     let factor = 1.0 + (cfg.move_factor - 1.0) * held_share(eval, here);
-    if here.prediction.ttft_ms > factor * cost(to) + cfg.move_margin_ms {
+    if here.prediction.ttft_ms > factor * price(to) + cfg.move_margin_ms {
         return Some(to.worker);
     }
     rebalance(cfg, eval, here, rng)
@@ -173,7 +233,7 @@ fn rebalance(
             && copy * e.per_token_ms <= cfg.move_margin_ms
             && cost(e) <= here.prediction.ttft_ms + cfg.move_margin_ms
     };
-    cheapest(eval.estimates.iter().filter(fits), rng).map(|e| e.worker)
+    cheapest(eval.estimates.iter().filter(fits), cost, rng).map(|e| e.worker)
 }
 
 /// The share of the prompt `e`'s worker still holds (1 when the prompt is unknown).

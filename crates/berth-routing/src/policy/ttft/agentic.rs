@@ -11,25 +11,45 @@
 //! `TTFT(w)` is `ttft_aware`'s prediction (its queued prefill, the prompt's uncached tokens,
 //! the requests decoding); `working_set(w)` is the tokens `w`'s live sessions hold (the session
 //! ledger, `ledger.rs`: each live keyed session's last prompt less the prefix its worker
-//! already held from other sessions); the overflow is what the prompt would evict there, priced as the prefill that
-//! sending those tokens again will cost. A prefix every candidate holds is the same on every
-//! worker, so it decides nothing and is not counted in working sets.
+//! already held from other sessions); the overflow is what the prompt would evict there,
+//! priced as the prefill that sending those tokens again will cost. A prefix every candidate
+//! holds is the same on every worker, so it decides nothing and is not counted in working sets.
 //!
-//! - **New sessions and keyless requests** go, among the candidates whose `cost` is within one
-//!   typical turn's prefill of the least (`Evaluation::turn_ms`; at least 1 ms or 1%), to the
-//!   one whose live sessions send the fewest turns per second (the ledger's turn rates, within
-//!   [`RATE_TIE`]), and of those to the least `cost`; near-ties (1 ms or 1%) to the least
-//!   working set (the most free KV), then at random. The queue a worker shows now says little
-//!   about the next second when its sessions are in a pause between turns; their turn rate
-//!   says what they will send, and a worker one turn behind now with fewer sessions sending is
-//!   ahead within a turn. Until rates are known (the first turns of a fleet) the cost alone
-//!   decides. There is no "holder wins" rule: holding the prompt counts only as the prefill it
-//!   saves, and a holder's saving of more than a turn's prefill keeps it out of reach of the
-//!   band.
+//! **A copy is priced by the fleet's load** (session 5). Prefilling on `w` what another
+//! candidate already holds (a group's shared prefix, a session's history on a move) costs
+//! this request its prefill, and on a busy fleet it also delays every request that queues
+//! behind it until the backlog drains: about `load / (1 - load)` requests' worth. So placement
+//! and moves compare
+//!
+//! ```text
+//! fleet_cost(w) = cost(w) + load / (1 - load) x per_token(w) x (own(w) - floor)
+//! ```
+//!
+//! with `floor` the least `own` of the candidates (on a move: the pinned worker's) and `load`
+//! ([`load`]) the larger of what the live sessions send (their turn rates times one typical
+//! turn's prefill, per candidate) and the backlog every candidate has now (the least queue,
+//! `q` typical turns: `q / (q + 1)`), at most [`LOAD_MAX`]. An idle worker takes a copy for
+//! nothing (nobody waits behind it); once every worker is busy a group's sessions stay with the
+//! workers holding its prefix unless those fall clearly behind, and a pinned session stops
+//! moving for a queue that its own re-prefill would only shift.
+//!
+//! - **New sessions and keyless requests** go, among the candidates whose `fleet_cost` is
+//!   within one typical turn's prefill of the least (`Evaluation::turn_ms`; at least 1 ms or
+//!   1%), to the one whose live sessions send the fewest turns per second (the ledger's turn
+//!   rates, within [`RATE_TIE`]), of those to the one carrying the fewest live sessions, and
+//!   of those to the least `fleet_cost`; near-ties (1 ms or 1%) to the least working set (the
+//!   most free KV), then at random. The queue a worker shows now says little about the next
+//!   second when its sessions are in a pause between turns; their turn rate says what they will
+//!   send, and a worker one turn behind now with fewer sessions sending is ahead within a turn.
+//!   Until rates are known (a burst of first turns) the number of live sessions stands in for
+//!   them. There is no "holder wins" rule: holding the prompt counts only as the prefill it
+//!   saves (times the load's weight), and a holder's saving of more than a turn's prefill keeps
+//!   it out of reach of the band.
 //! - **A pinned session moves** only when staying is clearly worse than re-prefilling its whole
 //!   history on the best other worker *and* the eviction that copy causes there:
-//!   `TTFT(pinned) > factor x cost(other) + move_margin_ms` (`cost(other)` holds the history's
-//!   recompute in `own(other)` and the eviction in `overflow(other)`), at most once per
+//!   `TTFT(pinned) > factor x fleet_cost(other) + move_margin_ms` (`fleet_cost(other)` holds
+//!   the history's recompute in `own(other)`, priced by the load past what the pinned worker
+//!   must recompute too, and the eviction in `overflow(other)`), at most once per
 //!   `move_interval_secs`. The factor is `move_factor` when the pinned worker still holds the
 //!   whole history and falls towards 1 with the share of it the worker has evicted (the prefix
 //!   index, bounded by the worker's KV capacity, tells): a history that must be prefilled

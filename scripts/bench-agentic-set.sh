@@ -9,18 +9,20 @@
 # Usage: scripts/bench-agentic-set.sh POLICY SESSION_ROUTING [gateway flags...]
 #   e.g. scripts/bench-agentic-set.sh ttft_aware smg_routing_key
 #        ROOTS=100 RATE=8 scripts/bench-agentic-set.sh cache_aware none
-#   env: ROOTS (60) RATE (6) NPROMPTS (4) SYSW (1500) KV (6144) SEED (1) BASE_PORT (19000)
+#   env: ROOTS (60) RATE (6) NPROMPTS (4) SYSW (1500) KV (6144) SEED (1)
+#        BASE_PORT (24600: the gateway; workers BASE_PORT+1..+4, metrics BASE_PORT+9)
+#        BIN (a berth binary; default: target/release/berth, built first)  OUT (/tmp/berth-agentic)
 set -euo pipefail
 POLICY=$1; ROUTING=$2; shift 2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BERTH=$ROOT/target/release/berth
-BASE=${BASE_PORT:-19000}
+BERTH=${BIN:-$ROOT/target/release/berth}
+BASE=${BASE_PORT:-24600}
 OUT=${OUT:-/tmp/berth-agentic}
 # shellcheck source=scripts/bench-lib.sh
 . "$ROOT/scripts/bench-lib.sh"
 mkdir -p "$OUT"
 trap kill_pids EXIT
-(cd "$ROOT" && cargo build --release -q -p berth)
+[ -n "${BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p berth)
 
 URLS=()
 for i in 1 2 3 4; do

@@ -137,7 +137,7 @@ print("| row | cached / ideal | TTFT p50 | TTFT p90 | TTFT p99 | busiest / mean 
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for label, runs in rows.items():
     c = list(zip(*runs))
-    name = "pooled ceiling (1 worker, 4x KV, no queueing)" if label == "pooled" else label
+    name = f"pooled ceiling (1 worker, {workers}x KV, no queueing)" if label == "pooled" else label
     print(f"| {name} | {fmt(c[0], '.3f')} | {ms(c[1])} | {ms(c[2])} | {ms(c[3])} | "
           f"{fmt(c[4], '.2f')} | {fmt(c[5], '.2f')} | {fmt(c[6], '.2f')} | {fmt(c[7], '.2f')} | "
           f"{fmt(c[8], '.2f')} | {fmt(c[9], '.0f')} |")

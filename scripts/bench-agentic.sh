@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Agentic coding traces replayed through routers in front of 4 `berth sim-worker`s whose KV is
-# tight (issue #21). For each trace, each load level and each row, RUNS runs; prints one
+# Agentic coding traces replayed through routers in front of FLEET (4) `berth sim-worker`s whose
+# KV is tight (issue #21). For each trace, each load level and each row, RUNS runs; prints one
 # markdown table per (trace, load) with mean (min-max) over the runs, the trace's ideal cached
 # ratio and the pooled ceiling (one sim worker with the fleet's whole KV and no queueing).
 #
 # Usage: scripts/bench-agentic.sh TRACE.jsonl [TRACE2.jsonl ...]
 #   env: BIN (target/release/berth)   SMG (/work/venv-smg/bin/smg; rows smg:* skipped if absent)
-#        RUNS (3)  BASE_PORT (24000)  OUT (/tmp/berth-bench-agentic)
+#        RUNS (3)  BASE_PORT (24000; uses BASE_PORT..+FLEET and +FLEET+10, +FLEET+11)
+#        OUT (/tmp/berth-bench-agentic)  FLEET (4) sim workers behind the router; the pooled
+#              ceiling is one worker with FLEET times the KV
 #        LOADS ("light:8000:32768 burst:2000:20480 saturated:1100:20480 overkv:1100:8192"):
 #              load levels as name:prefill-tokens-per-sec:kv-tokens-per-worker[:sessions-per-sec].
 #              Without a rate the trace's own schedule (aiperf's --fixed-schedule: the
@@ -34,6 +36,7 @@ BIN=${BIN:-$ROOT/target/release/berth}
 SMG=${SMG:-/work/venv-smg/bin/smg}
 RUNS=${RUNS:-3}
 BASE=${BASE_PORT:-24000}
+FLEET=${FLEET:-4}
 OUT=${OUT:-/tmp/berth-bench-agentic}
 LOADS=${LOADS:-"light:8000:32768 burst:2000:20480 saturated:1100:20480 overkv:1100:8192"}
 SPEEDUP=${SPEEDUP:-20}
@@ -65,20 +68,20 @@ start_sims() { # n kv tscale prefill: starts n sim workers on BASE+1.., sets URL
 stop_all() { kill_pids; PIDS=(); }
 
 start_router() { # router policy [extra router flags]
-    local gw=$((BASE + 10)) r=$1 p=$2
+    local gw=$((BASE + FLEET + 10)) r=$1 p=$2
     shift 2
     case $r in
     berth | nginx)
         # nginx has no overload protection: its stand-in routes on the hash alone
         [ "$r" = nginx ] && set -- "$@" --disable-worker-overload-protection
         "$BIN" serve --host 127.0.0.1 --port "$gw" --worker-urls "${URLS[@]}" --policy "$p" \
-            --prometheus-host 127.0.0.1 --prometheus-port $((BASE + 11)) --log-level warn "$@" \
+            --prometheus-host 127.0.0.1 --prometheus-port $((BASE + FLEET + 11)) --log-level warn "$@" \
             >"$OUT/gateway.log" 2>&1 &
         PIDS+=($!)
         wait_http "http://127.0.0.1:$gw/readiness" ;;
     smg)
         "$SMG" launch --host 127.0.0.1 --port "$gw" --worker-urls "${URLS[@]}" --policy "$p" \
-            --prometheus-host 127.0.0.1 --prometheus-port $((BASE + 11)) --log-level warn "$@" \
+            --prometheus-host 127.0.0.1 --prometheus-port $((BASE + FLEET + 11)) --log-level warn "$@" \
             >"$OUT/gateway.log" 2>&1 &
         PIDS+=($!)
         wait_http "http://127.0.0.1:$gw/health"
@@ -101,7 +104,7 @@ bench() { # url routing dir
         --custom-dataset-type mooncake_trace --prompt-input-tokens-block-size "$BLOCK" \
         --trace-max-output-tokens "$OUTTOK" "${schedule[@]}" --replay-speedup "$SPEEDUP" \
         --trace-session-sample "$SAMPLE" "${sessions[@]}" --random-seed 1 \
-        --expected-workers "${EXPECTED:-4}" --endpoint-type chat --streaming --quiet \
+        --expected-workers "${EXPECTED:-$FLEET}" --endpoint-type chat --streaming --quiet \
         --allow-failed-requests --artifact-dir "$3" >/dev/null
 }
 
@@ -115,30 +118,30 @@ for TRACE in "$@"; do
     name=$(basename "$(dirname "$TRACE")")
     for load in $LOADS; do
         IFS=: read -r lname prefill kv rate <<<"$load"
-        tsv="$OUT/$name-$lname.tsv"
+        tsv="$OUT/$name-$lname-f$FLEET.tsv"
         : >"$tsv"
         for run in $(seq 1 "$RUNS"); do
             # the pooled ceiling: one worker with the fleet's KV, no queueing
-            start_sims 1 $((kv * 4)) 0 "$prefill"
-            pooled="$OUT/art/$name-$lname-pooled-$run"
+            start_sims 1 $((kv * FLEET)) 0 "$prefill"
+            pooled="$OUT/art/$name-$lname-f$FLEET-pooled-$run"
             EXPECTED=1 bench "${URLS[0]}" none "$pooled" && row_line pooled "$pooled" >>"$tsv"
             stop_all
             for row in $ROWS; do
                 IFS=: read -r router policy routing extra <<<"$row"
                 [ "$router" = smg ] && [ ! -x "$SMG" ] && continue
                 case $routing in header) mode=smg_routing_key ;; *) mode=none ;; esac
-                start_sims 4 "$kv" "$TSCALE" "$prefill"
+                start_sims "$FLEET" "$kv" "$TSCALE" "$prefill"
                 start_router "$router" "$policy" ${extra//,/ }
-                art="$OUT/art/$name-$lname-${row//[:,]/_}-$run"
+                art="$OUT/art/$name-$lname-f$FLEET-${row//[:,]/_}-$run"
                 bench "$GW" "$mode" "$art" && row_line "$row" "$art" >>"$tsv"
                 # the router's own counters (moves, placements) next to the bench's artifacts
-                curl -fsS "http://127.0.0.1:$((BASE + 11))/metrics" >"$art/router-metrics.txt" 2>/dev/null || true
+                curl -fsS "http://127.0.0.1:$((BASE + FLEET + 11))/metrics" >"$art/router-metrics.txt" 2>/dev/null || true
                 stop_all
             done
         done
         echo
         arrivals=${rate:+, sessions arriving at $rate/s}
-        echo "### $name, $lname: prefill $prefill tokens/s, KV $kv tokens per worker$arrivals, $RUNS run(s)"
-        python3 "$ROOT/scripts/bench-agentic-table.py" "$tsv" "$prefill" "$TSCALE" 4 "${rate:-}"
+        echo "### $name, $lname: $FLEET workers, prefill $prefill tokens/s, KV $kv tokens per worker$arrivals, $RUNS run(s)"
+        python3 "$ROOT/scripts/bench-agentic-table.py" "$tsv" "$prefill" "$TSCALE" "$FLEET" "${rate:-}"
     done
 done

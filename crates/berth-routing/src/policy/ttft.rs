@@ -97,6 +97,8 @@ pub(crate) struct Estimate {
     pub(crate) kv_set: f64,
     /// `agentic`: the turns per second the worker's live sessions send (the session ledger).
     pub(crate) turn_rate: f64,
+    /// `agentic`: the live sessions the worker carries (the session ledger).
+    pub(crate) sessions: u32,
     /// The worker's KV capacity in tokens (infinite when it did not say).
     pub(crate) kv_cap: f64,
     /// The worker's prefill cost per token, ms (what an eviction costs when the evicted
@@ -185,19 +187,25 @@ impl TtftAware {
             .map(|l| l.lock().unwrap_or_else(PoisonError::into_inner).stats())
     }
 
-    /// Per candidate, the tokens its live sessions hold and the turns per second they send,
-    /// and the turns per second of the session `key` (zeros without a ledger).
-    fn working_sets(&self, cands: &[WorkerId], key: Option<u128>) -> (Vec<(f64, f64)>, (f64, u32)) {
+    /// Per candidate, the tokens its live sessions hold, the turns per second they send and
+    /// how many they are, and the turns per second of the session `key` (zeros without a
+    /// ledger).
+    #[allow(clippy::type_complexity)]
+    fn working_sets(
+        &self,
+        cands: &[WorkerId],
+        key: Option<u128>,
+    ) -> (Vec<(f64, f64, u32)>, (f64, u32)) {
         match &self.ledger {
             Some(l) => {
                 let l = l.lock().unwrap_or_else(PoisonError::into_inner);
                 let sets = cands
                     .iter()
-                    .map(|w| (l.working_set(*w) as f64, l.turn_rate(*w)))
+                    .map(|w| (l.working_set(*w) as f64, l.turn_rate(*w), l.sessions_on(*w)))
                     .collect();
                 (sets, key.map_or((0.0, 0), |k| l.session_rate(k)))
             }
-            None => (vec![(0.0, 0.0); cands.len()], (0.0, 0)),
+            None => (vec![(0.0, 0.0, 0); cands.len()], (0.0, 0)),
         }
     }
 
@@ -328,7 +336,7 @@ impl TtftAware {
             .zip(matched)
             .zip(sizes)
             .zip(sets)
-            .map(|(((&w, m), cached_chars), (kv_set, turn_rate))| {
+            .map(|(((&w, m), cached_chars), (kv_set, turn_rate, sessions))| {
                 let Some(stats) = snap.stats(w) else {
                     return Estimate {
                         worker: w,
@@ -341,6 +349,7 @@ impl TtftAware {
                         cached_chars,
                         kv_set,
                         turn_rate,
+                        sessions,
                         kv_cap: f64::INFINITY,
                         per_token_ms: fleet.per_token_ms,
                     };
@@ -359,6 +368,7 @@ impl TtftAware {
                     cached_chars,
                     kv_set,
                     turn_rate,
+                    sessions,
                     kv_cap: stats
                         .kv_capacity_tokens()
                         .map_or(f64::INFINITY, |t| t as f64),

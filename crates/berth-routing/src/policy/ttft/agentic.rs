@@ -11,25 +11,45 @@
 //! `TTFT(w)` is `ttft_aware`'s prediction (its queued prefill, the prompt's uncached tokens,
 //! the requests decoding); `working_set(w)` is the tokens `w`'s live sessions hold (the session
 //! ledger, `ledger.rs`: each live keyed session's last prompt less the prefix its worker
-//! already held from other sessions); the overflow is what the prompt would evict there, priced as the prefill that
-//! sending those tokens again will cost. A prefix every candidate holds is the same on every
-//! worker, so it decides nothing and is not counted in working sets.
+//! already held from other sessions); the overflow is what the prompt would evict there,
+//! priced as the prefill that sending those tokens again will cost. A prefix every candidate
+//! holds is the same on every worker, so it decides nothing and is not counted in working sets.
 //!
-//! - **New sessions and keyless requests** go, among the candidates whose `cost` is within one
-//!   typical turn's prefill of the least (`Evaluation::turn_ms`; at least 1 ms or 1%), to the
-//!   one whose live sessions send the fewest turns per second (the ledger's turn rates, within
-//!   [`RATE_TIE`]), and of those to the least `cost`; near-ties (1 ms or 1%) to the least
-//!   working set (the most free KV), then at random. The queue a worker shows now says little
-//!   about the next second when its sessions are in a pause between turns; their turn rate
-//!   says what they will send, and a worker one turn behind now with fewer sessions sending is
-//!   ahead within a turn. Until rates are known (the first turns of a fleet) the cost alone
-//!   decides. There is no "holder wins" rule: holding the prompt counts only as the prefill it
-//!   saves, and a holder's saving of more than a turn's prefill keeps it out of reach of the
-//!   band.
+//! **A copy is priced by the fleet's load** (session 5). Prefilling on `w` what another
+//! candidate already holds (a group's shared prefix, a session's history on a move) costs
+//! this request its prefill, and on a busy fleet it also delays every request that queues
+//! behind it until the backlog drains: about `load / (1 - load)` requests' worth. So placement
+//! and moves compare
+//!
+//! ```text
+//! fleet_cost(w) = cost(w) + load / (1 - load) x per_token(w) x (own(w) - floor)
+//! ```
+//!
+//! with `floor` the least `own` of the candidates (on a move: the pinned worker's) and `load`
+//! ([`load`]) the larger of what the live sessions send (their turn rates times one typical
+//! turn's prefill, per candidate) and the backlog every candidate has now (the least queue,
+//! `q` typical turns: `q / (q + 1)`), at most [`LOAD_MAX`]. An idle worker takes a copy for
+//! nothing (nobody waits behind it); once every worker is busy a group's sessions stay with the
+//! workers holding its prefix unless those fall clearly behind, and a pinned session stops
+//! moving for a queue that its own re-prefill would only shift.
+//!
+//! - **New sessions and keyless requests** go, among the candidates whose `fleet_cost` is
+//!   within one typical turn's prefill of the least (`Evaluation::turn_ms`; at least 1 ms or
+//!   1%), to the one whose live sessions send the fewest turns per second (the ledger's turn
+//!   rates, within [`RATE_TIE`]), of those to the one carrying the fewest live sessions, and
+//!   of those to the least `fleet_cost`; near-ties (1 ms or 1%) to the least working set (the
+//!   most free KV), then at random. The queue a worker shows now says little about the next
+//!   second when its sessions are in a pause between turns; their turn rate says what they will
+//!   send, and a worker one turn behind now with fewer sessions sending is ahead within a turn.
+//!   Until rates are known (a burst of first turns) the number of live sessions stands in for
+//!   them. There is no "holder wins" rule: holding the prompt counts only as the prefill it
+//!   saves (times the load's weight), and a holder's saving of more than a turn's prefill keeps
+//!   it out of reach of the band.
 //! - **A pinned session moves** only when staying is clearly worse than re-prefilling its whole
 //!   history on the best other worker *and* the eviction that copy causes there:
-//!   `TTFT(pinned) > factor x cost(other) + move_margin_ms` (`cost(other)` holds the history's
-//!   recompute in `own(other)` and the eviction in `overflow(other)`), at most once per
+//!   `TTFT(pinned) > factor x fleet_cost(other) + move_margin_ms` (`fleet_cost(other)` holds
+//!   the history's recompute in `own(other)`, priced by the load past what the pinned worker
+//!   must recompute too, and the eviction in `overflow(other)`), at most once per
 //!   `move_interval_secs`. The factor is `move_factor` when the pinned worker still holds the
 //!   whole history and falls towards 1 with the share of it the worker has evicted (the prefix
 //!   index, bounded by the worker's KV capacity, tells): a history that must be prefilled
@@ -68,6 +88,11 @@ pub(crate) const REBALANCE_MIN_TURNS: u32 = 8;
 /// Turn rates within this share of the least count as equal at placement (then cost decides).
 pub(crate) const RATE_TIE: f64 = 0.05;
 
+/// The fleet load the copy pricing assumes at most (a copy then costs the requests behind it
+/// four times its own prefill): an estimate from turn rates and queues is rough, and past this
+/// a copy that would even out a queue many turns long is still allowed.
+pub(crate) const LOAD_MAX: f64 = 0.8;
+
 /// Whether a worker sending `rate` turns per second is over its share of `rates` (every
 /// candidate's, itself included). Takes the rates as they are read (no collection: the pinned
 /// path asks this on every turn of a long session).
@@ -92,14 +117,15 @@ pub(crate) fn cost(e: &Estimate) -> f64 {
     e.prediction.ttft_ms + e.per_token_ms * overflow(e)
 }
 
-/// The least-cost estimate; near-ties to the least working set, then at random.
+/// The estimate `price` finds least; near-ties to the least working set, then at random.
 fn cheapest<'a>(
     estimates: impl Iterator<Item = &'a Estimate> + Clone,
+    price: impl Fn(&Estimate) -> f64 + Copy,
     rng: &mut Rng,
 ) -> Option<&'a Estimate> {
-    let best = estimates.clone().map(cost).min_by(f64::total_cmp)?;
-    let near = |e: &&Estimate| {
-        let c = cost(e);
+    let best = estimates.clone().map(price).min_by(f64::total_cmp)?;
+    let near = move |e: &&Estimate| {
+        let c = price(e);
         c <= best + TIE_MS.max(best * TIE_REL) || c == best
     };
     let least = estimates
@@ -117,20 +143,68 @@ fn cheapest<'a>(
     pool().nth(rng.below(n))
 }
 
+/// How busy the fleet's prefill is, in `0..=`[`LOAD_MAX`]: the larger of what its live
+/// sessions send (their turns per second times one typical turn's prefill, per candidate) and
+/// the backlog every candidate has now (the least queue, `q` typical turns long: `q / (q + 1)`;
+/// a burst of new sessions shows there before any turn rate is known). 0 while a typical
+/// turn's cost is unknown.
+pub(crate) fn load(eval: &Evaluation) -> f64 {
+    let n = eval.estimates.len();
+    if n == 0 || eval.turn_ms <= 0.0 {
+        return 0.0;
+    }
+    let rates: f64 = eval.estimates.iter().map(|e| e.turn_rate).sum();
+    let sent = rates * eval.turn_ms / 1000.0 / n as f64;
+    let backlog = eval
+        .estimates
+        .iter()
+        .map(|e| e.prediction.ahead_tokens * e.per_token_ms)
+        .min_by(f64::total_cmp)
+        .unwrap_or(0.0);
+    let q = backlog.max(0.0) / eval.turn_ms;
+    sent.max(q / (q + 1.0)).clamp(0.0, LOAD_MAX)
+}
+
+/// What sending the request to `e`'s worker costs the fleet, ms: [`cost`], plus the delay the
+/// prefill it adds beyond `floor` tokens (what the best-placed candidate must prefill: a copy
+/// of a prefix or history another worker holds) causes the requests that queue behind it:
+/// `extra` (`load / (1 - load)`, [`copy_weight`]) times that prefill. On an idle fleet a copy
+/// delays nobody else; on a saturated one it delays every request behind it until the backlog
+/// drains.
+fn fleet_cost(e: &Estimate, floor: f64, extra: f64) -> f64 {
+    cost(e) + extra * e.per_token_ms * (e.own_tokens - floor).max(0.0)
+}
+
+/// `load / (1 - load)` of [`load`]: how many times its own prefill a copy costs the requests
+/// behind it.
+pub(crate) fn copy_weight(eval: &Evaluation) -> f64 {
+    let rho = load(eval);
+    rho / (1.0 - rho)
+}
+
 /// Where a request without a pin goes: among the candidates within one typical turn's prefill
 /// of the least cost, to the one whose live sessions send the fewest turns (module docs,
 /// "Placement"); the cheapest of those.
 pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
-    let best = eval.estimates.iter().map(cost).min_by(f64::total_cmp)?;
+    let extra = copy_weight(eval);
+    let floor = eval
+        .estimates
+        .iter()
+        .map(|e| e.own_tokens)
+        .min_by(f64::total_cmp)?;
+    let price = move |e: &Estimate| fleet_cost(e, floor, extra);
+    let best = eval.estimates.iter().map(price).min_by(f64::total_cmp)?;
     let band = TIE_MS.max(best * TIE_REL).max(eval.turn_ms);
     let close = || {
         eval.estimates
             .iter()
-            .filter(move |e| cost(e) <= best + band)
+            .filter(move |e| price(e) <= best + band)
     };
     let least = close().map(|e| e.turn_rate).min_by(f64::total_cmp)?;
     let calm = move |e: &&Estimate| e.turn_rate <= least * (1.0 + RATE_TIE) + f64::EPSILON;
-    cheapest(close().filter(calm), rng).map(|e| e.worker)
+    let fewest = close().filter(calm).map(|e| e.sessions).min()?;
+    let few = move |e: &&Estimate| e.sessions <= fewest;
+    cheapest(close().filter(calm).filter(few), price, rng).map(|e| e.worker)
 }
 
 /// Where a session pinned to `pinned` moves, if staying is clearly worse than the move's whole
@@ -142,9 +216,15 @@ pub(crate) fn move_target(
     rng: &mut Rng,
 ) -> Option<WorkerId> {
     let here = eval.of(pinned)?;
-    let to = cheapest(eval.estimates.iter().filter(|e| e.worker != pinned), rng)?;
+    let extra = copy_weight(eval);
+    let price = move |e: &Estimate| fleet_cost(e, here.own_tokens, extra);
+    let to = cheapest(
+        eval.estimates.iter().filter(|e| e.worker != pinned),
+        price,
+        rng,
+    )?;
     let factor = 1.0 + (cfg.move_factor - 1.0) * held_share(eval, here);
-    if here.prediction.ttft_ms > factor * cost(to) + cfg.move_margin_ms {
+    if here.prediction.ttft_ms > factor * price(to) + cfg.move_margin_ms {
         return Some(to.worker);
     }
     rebalance(cfg, eval, here, rng)
@@ -173,7 +253,7 @@ fn rebalance(
             && copy * e.per_token_ms <= cfg.move_margin_ms
             && cost(e) <= here.prediction.ttft_ms + cfg.move_margin_ms
     };
-    cheapest(eval.estimates.iter().filter(fits), rng).map(|e| e.worker)
+    cheapest(eval.estimates.iter().filter(fits), cost, rng).map(|e| e.worker)
 }
 
 /// The share of the prompt `e`'s worker still holds (1 when the prompt is unknown).

@@ -86,6 +86,8 @@ pub(crate) struct Ledger {
     per_worker: HashMap<WorkerId, u64>,
     /// Per worker, the sum of its live sessions' turn rates.
     rate_per_worker: HashMap<WorkerId, f64>,
+    /// Per worker, its live sessions.
+    sessions_per_worker: HashMap<WorkerId, u32>,
     /// (session, when queued), oldest first.
     expiry: VecDeque<(u128, u64)>,
     /// The typical gap between a session's turns, ms (none seen yet: `None`).
@@ -102,6 +104,11 @@ impl Ledger {
     /// The turns per second `w`'s live sessions are expected to send.
     pub(crate) fn turn_rate(&self, w: WorkerId) -> f64 {
         self.rate_per_worker.get(&w).copied().unwrap_or(0.0)
+    }
+
+    /// How many live sessions `w` carries.
+    pub(crate) fn sessions_on(&self, w: WorkerId) -> u32 {
+        self.sessions_per_worker.get(&w).copied().unwrap_or(0)
     }
 
     /// The turns per second of session `key` and the turns it took so far ((0, 0) when
@@ -143,6 +150,7 @@ impl Ledger {
 
     fn add(&mut self, w: WorkerId, tokens: u64) {
         *self.per_worker.entry(w).or_insert(0) += tokens;
+        *self.sessions_per_worker.entry(w).or_insert(0) += 1;
     }
 
     fn sub(&mut self, w: WorkerId, tokens: u64) {
@@ -150,6 +158,12 @@ impl Ledger {
             *t = t.saturating_sub(tokens);
             if *t == 0 {
                 self.per_worker.remove(&w);
+            }
+        }
+        if let Some(n) = self.sessions_per_worker.get_mut(&w) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.sessions_per_worker.remove(&w);
             }
         }
     }

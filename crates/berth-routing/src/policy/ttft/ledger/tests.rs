@@ -18,9 +18,11 @@ fn a_session_counts_its_last_prompt_on_its_worker() {
     // an unread turn keeps the size
     l.record(1, A, None, 0, 3);
     assert_eq!(l.working_set(A), 1700);
-    // a move takes the session's tokens along
+    assert_eq!((l.sessions_on(A), l.sessions_on(B)), (2, 1));
+    // a move takes the session's tokens along, and the session itself
     l.record(1, B, Some(1300), 0, 4);
     assert_eq!((l.working_set(A), l.working_set(B)), (500, 2000));
+    assert_eq!((l.sessions_on(A), l.sessions_on(B)), (1, 2));
     assert_eq!(l.stats().sessions, 3);
 }
 
@@ -53,9 +55,11 @@ fn idle_sessions_stop_counting() {
     assert_eq!(l.live_window_ms(), 2000);
     assert_eq!(l.working_set(A), 400);
     assert_eq!(l.stats().sessions, 1);
+    assert_eq!(l.sessions_on(A), 1);
     l.expire(7000);
     assert_eq!(l.working_set(A), 0);
     assert_eq!(l.stats().sessions, 0);
+    assert_eq!(l.sessions_on(A), 0);
     assert!(l.expiry.is_empty());
     // a session used just after it was queued is still due from its last use
     l.record(3, B, Some(10), 0, 10_000);

@@ -1,0 +1,131 @@
+//! `agentic`'s copy pricing by the fleet's load and its session count at placement (issue #21,
+//! session 5), as scripted sequences on the pure router: no clock, no IO. Prompts are text at 4
+//! characters per token; the prior is 10 ms + 0.1 ms per token, the move rule the default
+//! `stay > 2 x cost elsewhere + 200 ms`.
+
+use super::ttft::{all_but, fresh, route};
+use super::*;
+
+fn agentic() -> Router {
+    router(PolicyKind::Agentic, false, None)
+}
+
+/// A fleet of `n` workers with room for everything in their KV.
+fn roomy(n: usize) -> Fleet {
+    let f = Fleet::new(n);
+    for s in &f.stats {
+        s.set_kv_capacity_tokens(1_000_000);
+    }
+    f
+}
+
+/// Queues `n` unfinished keyless prefills of 1000 tokens on `w` (of 2 workers).
+fn queue_on(r: &Router, snap: &WorkerSnapshot, w: u32, n: usize, tag: &str) -> Vec<Decision> {
+    let mut rng = Rng::seeded(1);
+    (0..n)
+        .map(|i| {
+            let t = fresh(&format!("{tag} {i}"), 1000);
+            route(r, snap, None, &t, &all_but(WorkerId(w), 2), T0, &mut rng)
+        })
+        .collect()
+}
+
+/// A group of sessions shares a 2000-token prefix that worker 0 holds (a repository's
+/// instructions: held by some workers, not all). A new member costs 500 tokens of prefill on
+/// worker 0 and 2500 (the copy) on worker 1.
+///
+/// - Worker 1 idle, 3000 tokens queued on 0: 10 + 0.1 x 3500 = 360 ms on 0 against 260 ms on
+///   worker 1. A copy onto an idle worker delays nobody else: it goes to 1 (where
+///   `ttft_aware`'s holder rule keeps it on 0: 360 < 2 x 260 + 200).
+/// - 1000 tokens queued on 1 as well (4000 on 0): every worker has a backlog, 100 ms on the
+///   shorter one, about four typical turns (a typical turn's prefill is about 26 ms here), so
+///   the fleet's load reads q / (q + 1) = 0.8 and the copy's 2000 extra tokens are priced at
+///   1 + 0.8 / 0.2 = about 5 times their prefill: 360 + 3.9 x 200 = 1134 ms on 1 against 460
+///   on 0, which keeps its group.
+/// - 16,000 tokens queued on 0: 1660 ms there, clearly behind; the copy pays even at that
+///   price and the member goes to 1.
+#[test]
+fn a_copy_costs_the_prefill_it_delays_others_by_once_every_worker_is_busy() {
+    let group = fresh("repository instructions", 2000);
+    let scenario = |on_0: usize, on_1: usize| {
+        let f = roomy(2);
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let mut rng = Rng::seeded(4);
+        let mut d = route(&r, &snap, None, &group, &[WorkerId(1)], T0, &mut rng);
+        d.lease.first_byte(T0, false);
+        let _q0 = queue_on(&r, &snap, 0, on_0, "zero");
+        let _q1 = queue_on(&r, &snap, 1, on_1, "one");
+        let t = format!("{group}{}", fresh("a new member", 500));
+        route(&r, &snap, Some("member"), &t, &[], T0, &mut rng).worker
+    };
+    assert_eq!(scenario(3, 0), WorkerId(1), "an idle worker takes the copy");
+    assert_eq!(scenario(4, 1), WorkerId(0), "a busy fleet keeps the group");
+    assert_eq!(
+        scenario(16, 1),
+        WorkerId(1),
+        "unless its worker is far behind"
+    );
+}
+
+/// The same pricing holds a pinned session in place. Its 3000-token history is on worker 0;
+/// each turn adds 100 tokens. With worker 1 idle a move costs its re-prefill, 10 + 0.1 x 3100
+/// = 320 ms, and the bar is 2 x 320 + 200 = 840 ms (the factor a hair under 2: the history's
+/// last turn is not held yet): 6000 tokens queued on 0 (620 ms) stay, 12,000 (1220 ms) move.
+/// With 1000 tokens queued on worker 1 too (420 ms there), staying at 12,000 queued would still
+/// pass `ttft_aware`'s bar (2 x 420 + 200 = 1040 ms), but every worker is busy (a backlog of
+/// about three typical turns, load 0.73) and the 3000-token copy counts 1 + 2.7 times: the
+/// bar is about 2 x 1230 + 200, and the session stays until its worker is far behind (30,000
+/// tokens queued: the copy's price falls as the typical turn grows with the queued prefills).
+#[test]
+fn a_pinned_session_on_a_busy_fleet_moves_only_past_the_copy_priced_by_the_load() {
+    let scenario = |on_0: usize, on_1: usize| {
+        let f = roomy(2);
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let mut rng = Rng::seeded(6);
+        let mut history = fresh("a long agentic session", 3000);
+        let mut d = route(&r, &snap, Some("k"), &history, &[WorkerId(1)], T0, &mut rng);
+        d.lease.first_byte(T0, false);
+        let _q0 = queue_on(&r, &snap, 0, on_0, "zero");
+        let _q1 = queue_on(&r, &snap, 1, on_1, "one");
+        history.push_str(&fresh("next turn", 100));
+        let d = route(&r, &snap, Some("k"), &history, &[], T0, &mut rng);
+        (d.worker, d.branch.unwrap())
+    };
+    assert_eq!(scenario(6, 0), (WorkerId(0), Branch::OccupiedHit));
+    assert_eq!(scenario(12, 0), (WorkerId(1), Branch::TtftMove));
+    assert_eq!(scenario(12, 1), (WorkerId(0), Branch::OccupiedHit));
+    assert_eq!(scenario(30, 1), (WorkerId(1), Branch::TtftMove));
+}
+
+/// Before any turn rate is known (a burst of first turns), the live sessions a worker carries
+/// stand in for the turns it will send: three short sessions on worker 0 and one long one on
+/// worker 1, every queue empty, and a new session that nobody holds costs the same on both. By
+/// working set it would go to worker 0 (900 tokens against 3000); three sessions will send
+/// three times the turns, so it goes to worker 1.
+#[test]
+fn before_turn_rates_are_known_a_new_session_goes_where_fewer_sessions_live() {
+    for seed in 0..10 {
+        let f = roomy(2);
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let mut rng = Rng::seeded(seed);
+        for (key, w, tokens) in [("a", 0, 300), ("b", 0, 300), ("c", 0, 300), ("d", 1, 3000)] {
+            let t = fresh(&format!("session {key}"), tokens);
+            let mut d = route(
+                &r,
+                &snap,
+                Some(key),
+                &t,
+                &all_but(WorkerId(w), 2),
+                T0,
+                &mut rng,
+            );
+            d.lease.first_byte(T0, false);
+        }
+        let t = fresh("a new session", 500);
+        let d = route(&r, &snap, Some("new"), &t, &[], T0, &mut rng);
+        assert_eq!(d.worker, WorkerId(1), "seed {seed}");
+    }
+}

@@ -287,7 +287,8 @@ impl Router {
         };
         let prefix = req.prefix.or(hashed.as_ref());
         let prior = (self.feedback.reads() && prefix.is_some()).then(OnceCell::new);
-        let feedback_read = text.is_some() && self.read_for_feedback(req.headers, snap, now);
+        // (the gateway passes the prompt's hashes, not its text: either means the body was read)
+        let feedback_read = prefix.is_some() && self.read_for_feedback(req.headers, snap, now);
         let mut decision = self.decide(
             req,
             text,

@@ -221,6 +221,27 @@ fn router(policy: PolicyKind, mode: FeedbackMode) -> Router {
 
 /// Routes `t` keyless (or with `key`) to worker 0 (the others excluded) and returns its ticket.
 fn send(r: &Router, snap: &WorkerSnapshot, t: &[u8], key: Option<&str>) -> Option<Ticket> {
+    send_as(r, snap, t, key, Prompt::Text)
+}
+
+/// How a routed request carries its prompt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Prompt {
+    /// As text (the router hashes it).
+    Text,
+    /// As the chunk hashes the caller computed, without the text (what the gateway does).
+    Hashes,
+}
+
+/// [`send`], with the prompt carried as `how`.
+fn send_as(
+    r: &Router,
+    snap: &WorkerSnapshot,
+    t: &[u8],
+    key: Option<&str>,
+    how: Prompt,
+) -> Option<Ticket> {
+    let hashed = h(t);
     let pairs = key.map(|k| [("x-smg-routing-key", k.as_bytes())]);
     let headers = HeaderList(pairs.as_ref().map_or(&[][..], |p| &p[..]));
     let others: Vec<WorkerId> = (1..snap.entries().len() as u32).map(WorkerId).collect();
@@ -231,9 +252,9 @@ fn send(r: &Router, snap: &WorkerSnapshot, t: &[u8], key: Option<&str>) -> Optio
         body: None,
         model: Some("m"),
         leg: crate::Leg::Regular,
-        text: Some(text),
+        text: (how == Prompt::Text).then_some(text),
         tokens: None,
-        prefix: None,
+        prefix: (how == Prompt::Hashes).then_some(&hashed),
         exclude: &others,
         stream: Some(false),
         loads: None,

@@ -7,7 +7,8 @@ use super::*;
 use crate::key::HeaderList;
 use crate::policy::prefix_index::{Correction, Index, Prior};
 use crate::{
-    PolicyKind, Rng, RouteRequest, Router, RouterOptions, WorkerEntry, WorkerSnapshot, WorkerStats,
+    BodyPath, PolicyKind, Rng, RouteRequest, Router, RouterOptions, WorkerEntry, WorkerSnapshot,
+    WorkerStats,
 };
 
 fn text(seed: &str, len: usize) -> Vec<u8> {
@@ -246,6 +247,9 @@ fn send_as(
     let headers = HeaderList(pairs.as_ref().map_or(&[][..], |p| &p[..]));
     let others: Vec<WorkerId> = (1..snap.entries().len() as u32).map(WorkerId).collect();
     let text = std::str::from_utf8(t).unwrap();
+    // as the gateway: the body path first (a turn read only for the feedback is flagged)
+    let now = Duration::from_secs(1);
+    let path = r.request_body_path(&headers, false, false, snap, now);
     let req = RouteRequest {
         rid: None,
         headers: &headers,
@@ -258,10 +262,9 @@ fn send_as(
         exclude: &others,
         stream: Some(false),
         loads: None,
+        feedback_read: path == BodyPath::FEEDBACK_REREAD,
     };
-    let mut d = r
-        .route(&req, snap, Duration::from_secs(1), &mut Rng::seeded(3))
-        .unwrap();
+    let mut d = r.route(&req, snap, now, &mut Rng::seeded(3)).unwrap();
     assert_eq!(d.worker, W0);
     d.lease.take_ticket()
 }

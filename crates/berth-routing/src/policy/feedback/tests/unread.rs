@@ -73,6 +73,11 @@ fn read_for_the_feedback(how: Prompt) {
     r.observe_reported(t1, report(0, &p1), &snap);
     let size = ledger(&r);
     assert!(size > 0);
+    let path = |r: &Router| {
+        let headers = HeaderList(&[("x-smg-routing-key", b"k1")]);
+        r.request_body_path(&headers, false, false, &snap, Duration::from_secs(1))
+    };
+    assert_eq!(path(&r), BodyPath::Streamed("ttft_pinned"));
     // its next turn streamed unread and fell short: the turn after it is read
     let unread = Ticket {
         worker: W0,
@@ -81,6 +86,7 @@ fn read_for_the_feedback(how: Prompt) {
     };
     r.observe_reported(unread, report(0, &p1), &snap);
     assert!(r.feedback.session_short(key));
+    assert_eq!(path(&r), BodyPath::FEEDBACK_REREAD);
     let p2 = cat(&p1, &text("and a long history since ", 4096));
     let t2 = send(&r, &snap, &p2, Some("k1")).unwrap();
     // the index predicted it (the answer is compared with the index) ...

@@ -269,7 +269,16 @@ impl Router {
         let prefix = req.prefix.or(hashed.as_ref());
         let prior = (self.feedback.reads() && prefix.is_some()).then(OnceCell::new);
         // (the gateway passes the prompt's hashes, not its text: either means the body was read)
-        let feedback_read = req.feedback_read && prefix.is_some() && self.feedback.rereads();
+        // Only `agentic` decides such a turn as the unread turn it would have been: priced
+        // from its text, a re-read turn moved sessions and sized its session ledger from the
+        // history the index never saw, which cost cached share under KV pressure; `ttft_aware`
+        // decides it with its text (its uncached tokens in the queue's estimate, a move when
+        // the pinned worker lost the history), which measured better (docs/benchmarks.md,
+        // session 5).
+        let feedback_read = req.feedback_read
+            && prefix.is_some()
+            && self.feedback.rereads()
+            && self.cfg.policy == PolicyKind::Agentic;
         let mut decision = self.decide(
             req,
             text,

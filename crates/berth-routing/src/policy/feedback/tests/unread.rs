@@ -100,3 +100,30 @@ fn read_for_the_feedback(how: Prompt) {
     send(&r, &snap, &p3, Some("k1")).unwrap();
     assert!(ledger(&r) > size, "{} vs {size}", ledger(&r));
 }
+
+#[test]
+fn ttft_aware_decides_a_turn_read_for_the_feedback_with_its_text() {
+    // the queue's estimate learns a turn's uncached tokens only from turns decided with text
+    let learned = |policy| {
+        let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
+        let snap = fleet(&stats);
+        let r = router(policy, FeedbackMode::On);
+        let p1 = text("a session's first turn ", 2048);
+        let t1 = send_as(&r, &snap, &p1, Some("k1"), Prompt::Hashes).unwrap();
+        let key = t1.session.unwrap();
+        r.observe_reported(t1, report(0, &p1), &snap);
+        let unread = Ticket {
+            worker: W0,
+            expectation: None,
+            session: Some(key),
+        };
+        r.observe_reported(unread, report(0, &p1), &snap);
+        let mean = || r.policy.ttft().unwrap().state(&stats[0]).mean_own_tokens();
+        let before = mean();
+        let p2 = cat(&p1, &text("and a long history since ", 4096));
+        send_as(&r, &snap, &p2, Some("k1"), Prompt::Hashes).unwrap();
+        mean() - before
+    };
+    assert!(learned(PolicyKind::TtftAware) > 0.0);
+    assert_eq!(learned(PolicyKind::Agentic), 0.0);
+}

@@ -73,6 +73,7 @@ fn route(
         exclude: &[],
         stream: None,
         loads: None,
+        feedback_read: false,
     };
     r.route(&req, s, now, rng).unwrap().worker
 }
@@ -175,6 +176,7 @@ fn bench_vacant_and_respill(c: &mut Criterion) {
         prefix: None,
         exclude: &[],
         loads: None,
+        feedback_read: false,
         stream: None,
     };
     let _held: Vec<_> = (0..2)
@@ -251,6 +253,7 @@ fn route_keyless(r: &Router, s: &WorkerSnapshot, text: &str, rng: &mut Rng) -> W
         tokens: None,
         prefix: None,
         loads: None,
+        feedback_read: false,
         exclude: &[],
         stream: None,
     };

@@ -100,6 +100,11 @@ pub struct RouteRequest<'a> {
     /// The workers' loads as last polled (`GET /v1/loads`), when the gateway polls them:
     /// overload protection and `agentic` read them.
     pub loads: Option<&'a crate::worker::WorkerLoads>,
+    /// The body was read only for cached-token feedback: the router's
+    /// `request_body_path` answered [`BodyPath::FEEDBACK_REREAD`] for it (the hot path's
+    /// pinned-session lookup already found it). The turn is then routed as the unread turn it
+    /// would have been; only the prefix index sees its prompt.
+    pub feedback_read: bool,
 }
 
 impl std::fmt::Debug for RouteRequest<'_> {
@@ -233,6 +238,11 @@ pub enum BodyPath {
 }
 
 impl BodyPath {
+    /// The path of a request that `ttft_aware`'s sticky hot path would have streamed unread,
+    /// read only because its session's previous unread turn reported a shortfall
+    /// (`--cache-feedback on`): the caller passes [`RouteRequest::feedback_read`] for it.
+    pub const FEEDBACK_REREAD: Self = Self::Buffered("cache_feedback");
+
     /// The `path` label value.
     pub fn path(self) -> &'static str {
         match self {

@@ -174,37 +174,18 @@ impl Router {
         {
             return BodyPath::Scanned("routing_key_body");
         }
-        if path == BodyPath::Buffered("ttft_text") && self.ttft_pinned_fine(headers, snap, now) {
-            BodyPath::Streamed("ttft_pinned")
-        } else {
-            path
+        if path != BodyPath::Buffered("ttft_text") {
+            return path;
         }
-    }
-
-    fn ttft_pinned_fine(
-        &self,
-        headers: &dyn HeaderSource,
-        snap: &WorkerSnapshot,
-        now: Duration,
-    ) -> bool {
-        // a session whose last unread turn found less cached than its previous one left is
-        // read again, so the index learns what its worker lost (`--cache-feedback on`)
-        self.pinned_streams_unread(headers, snap, now)
-            .is_some_and(|scoped| !self.feedback.session_short(scoped))
-    }
-
-    /// Whether a request whose body was read would have streamed unread on the hot path but
-    /// for the feedback's re-read (see [`PickRequest::feedback_read`]).
-    fn read_for_feedback(
-        &self,
-        headers: &dyn HeaderSource,
-        snap: &WorkerSnapshot,
-        now: Duration,
-    ) -> bool {
-        self.feedback.rereads()
-            && self
-                .pinned_streams_unread(headers, snap, now)
-                .is_some_and(|scoped| self.feedback.session_short(scoped))
+        match self.pinned_streams_unread(headers, snap, now) {
+            // a session whose last unread turn found less cached than its previous one left is
+            // read again, so the index learns what its worker lost (`--cache-feedback on`);
+            // the caller passes `RouteRequest::feedback_read` for it, so `route` need not look
+            // the pin up again
+            Some(scoped) if self.feedback.session_short(scoped) => BodyPath::FEEDBACK_REREAD,
+            Some(_) => BodyPath::Streamed("ttft_pinned"),
+            None => path,
+        }
     }
 
     /// The scoped key of a request whose header key is pinned to an available worker whose
@@ -287,7 +268,17 @@ impl Router {
         };
         let prefix = req.prefix.or(hashed.as_ref());
         let prior = (self.feedback.reads() && prefix.is_some()).then(OnceCell::new);
-        let feedback_read = text.is_some() && self.read_for_feedback(req.headers, snap, now);
+        // (the gateway passes the prompt's hashes, not its text: either means the body was read)
+        // Only `agentic` decides such a turn as the unread turn it would have been: priced
+        // from its text, a re-read turn moved sessions and sized its session ledger from the
+        // history the index never saw, which cost cached share under KV pressure; `ttft_aware`
+        // decides it with its text (its uncached tokens in the queue's estimate, a move when
+        // the pinned worker lost the history), which measured better (docs/benchmarks.md,
+        // session 5).
+        let feedback_read = req.feedback_read
+            && prefix.is_some()
+            && self.feedback.rereads()
+            && self.cfg.policy == PolicyKind::Agentic;
         let mut decision = self.decide(
             req,
             text,

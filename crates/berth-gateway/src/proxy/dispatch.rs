@@ -44,6 +44,7 @@ pub(crate) fn regular<'a>(
         inspected,
         tokens,
         inspect_body,
+        feedback_read,
         view,
         nvext: _,
     } = prep;
@@ -53,7 +54,7 @@ pub(crate) fn regular<'a>(
             &parts,
             &inspected,
             tokens.as_deref(),
-            inspect_body,
+            (inspect_body, feedback_read),
             &view,
         );
         let model = facts.model;

@@ -39,6 +39,8 @@ pub(crate) struct Prepared {
     pub(crate) tokens: Option<Vec<u32>>,
     /// Whether routing read the body (so `inspected.stream` is known).
     pub(crate) inspect_body: bool,
+    /// Whether it was read only for cached-token feedback (`BodyPath::FEEDBACK_REREAD`).
+    pub(crate) feedback_read: bool,
     /// The workers as they were when the body was in.
     pub(crate) view: Arc<View>,
     /// A streamed body's `nvext`, once the scan has seen it (session control applied after
@@ -93,6 +95,7 @@ pub(crate) async fn prepare(
     };
     // Routing reads the body only when the core asks; rank workers need it held to add the rank.
     let inspect_body = matches!(core_path, BodyPath::Buffered(_));
+    let feedback_read = core_path == BodyPath::FEEDBACK_REREAD;
     let body_path = match core_path {
         BodyPath::Streamed(_) if view.data_parallel => BodyPath::Buffered("data_parallel_rank"),
         path => path,
@@ -214,6 +217,7 @@ pub(crate) async fn prepare(
         inspected,
         tokens,
         inspect_body,
+        feedback_read,
         view,
         nvext,
     };

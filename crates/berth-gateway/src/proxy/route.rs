@@ -26,6 +26,8 @@ pub(crate) struct RouteFacts<'a> {
     prefix: Option<&'a crate::routing::policy::PrefixHashes>,
     tokens: Option<&'a [u32]>,
     stream: Option<bool>,
+    /// The body was read only for cached-token feedback.
+    feedback_read: bool,
 }
 
 impl<'a> RouteFacts<'a> {
@@ -34,7 +36,7 @@ impl<'a> RouteFacts<'a> {
         parts: &'a http::request::Parts,
         inspected: &'a Inspected,
         tokens: Option<&'a [u32]>,
-        inspect_body: bool,
+        (inspect_body, feedback_read): (bool, bool),
         view: &'a View,
     ) -> Self {
         Self {
@@ -48,6 +50,7 @@ impl<'a> RouteFacts<'a> {
             prefix: inspected.prefix.as_ref(),
             tokens,
             stream: inspect_body.then_some(inspected.stream),
+            feedback_read,
         }
     }
 
@@ -73,6 +76,7 @@ impl<'a> RouteFacts<'a> {
             exclude,
             stream: self.stream,
             loads: loads.as_deref(),
+            feedback_read: self.feedback_read,
         };
         let now = state.clock.now();
         with_rng(|rng| router.route(&req, &view.snapshot, now, rng))

@@ -119,6 +119,7 @@ impl Index for New {
             exclude: &[],
             stream: Some(true),
             loads: None,
+            feedback_read: false,
         };
         let d = self
             .router

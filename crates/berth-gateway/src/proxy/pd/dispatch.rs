@@ -66,6 +66,7 @@ pub(crate) async fn dispatch(
         inspected,
         tokens,
         inspect_body,
+        feedback_read,
         view,
         nvext: _,
     } = prep;
@@ -80,7 +81,7 @@ pub(crate) async fn dispatch(
         &parts,
         &inspected,
         tokens.as_deref(),
-        inspect_body,
+        (inspect_body, feedback_read),
         &view,
     );
     let model = facts.model;

@@ -100,6 +100,7 @@ pub(crate) fn keyed<'a>(headers: &'a HeaderList<'a>) -> RouteRequest<'a> {
         exclude: &[],
         stream: None,
         loads: None,
+        feedback_read: false,
     }
 }
 

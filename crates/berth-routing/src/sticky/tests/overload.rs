@@ -42,6 +42,7 @@ fn route_loaded(
     let h = HeaderList(pairs.as_ref().map_or(&[][..], |p| &p[..]));
     let req = RouteRequest {
         loads: Some(l),
+        feedback_read: false,
         ..keyed(&h)
     };
     r.route(&req, snap, T0, rng)
@@ -155,6 +156,7 @@ fn a_ttft_pin_never_moves_onto_an_overloaded_worker() {
             text: Some(text),
             stream: Some(true),
             loads: Some(l),
+            feedback_read: false,
             ..keyed(h)
         }
     }
@@ -177,6 +179,7 @@ fn a_ttft_pin_never_moves_onto_an_overloaded_worker() {
                     text: Some(&big),
                     stream: Some(true),
                     loads: Some(&only),
+                    feedback_read: false,
                     ..keyed(&NO_HEADERS)
                 },
                 &snap,
@@ -249,6 +252,7 @@ fn ttft_policies_screen_on_the_queue_only() {
             let req = RouteRequest {
                 text: Some(&text),
                 loads: Some(&full),
+                feedback_read: false,
                 ..keyed(&NO_HEADERS)
             };
             seen[r.route(&req, &snap, T0, &mut rng).unwrap().worker.0 as usize] += 1;
@@ -261,6 +265,7 @@ fn ttft_policies_screen_on_the_queue_only() {
             let req = RouteRequest {
                 text: Some(&text),
                 loads: Some(&queued),
+                feedback_read: false,
                 ..keyed(&NO_HEADERS)
             };
             assert_eq!(

@@ -41,6 +41,7 @@ pub(super) fn route(
         exclude,
         stream: Some(true),
         loads: None,
+        feedback_read: false,
         ..keyed(&h)
     };
     r.route(&req, snap, now, rng).unwrap()

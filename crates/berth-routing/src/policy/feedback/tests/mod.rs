@@ -7,7 +7,8 @@ use super::*;
 use crate::key::HeaderList;
 use crate::policy::prefix_index::{Correction, Index, Prior};
 use crate::{
-    PolicyKind, Rng, RouteRequest, Router, RouterOptions, WorkerEntry, WorkerSnapshot, WorkerStats,
+    BodyPath, PolicyKind, Rng, RouteRequest, Router, RouterOptions, WorkerEntry, WorkerSnapshot,
+    WorkerStats,
 };
 
 fn text(seed: &str, len: usize) -> Vec<u8> {
@@ -221,26 +222,49 @@ fn router(policy: PolicyKind, mode: FeedbackMode) -> Router {
 
 /// Routes `t` keyless (or with `key`) to worker 0 (the others excluded) and returns its ticket.
 fn send(r: &Router, snap: &WorkerSnapshot, t: &[u8], key: Option<&str>) -> Option<Ticket> {
+    send_as(r, snap, t, key, Prompt::Text)
+}
+
+/// How a routed request carries its prompt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Prompt {
+    /// As text (the router hashes it).
+    Text,
+    /// As the chunk hashes the caller computed, without the text (what the gateway does).
+    Hashes,
+}
+
+/// [`send`], with the prompt carried as `how`.
+fn send_as(
+    r: &Router,
+    snap: &WorkerSnapshot,
+    t: &[u8],
+    key: Option<&str>,
+    how: Prompt,
+) -> Option<Ticket> {
+    let hashed = h(t);
     let pairs = key.map(|k| [("x-smg-routing-key", k.as_bytes())]);
     let headers = HeaderList(pairs.as_ref().map_or(&[][..], |p| &p[..]));
     let others: Vec<WorkerId> = (1..snap.entries().len() as u32).map(WorkerId).collect();
     let text = std::str::from_utf8(t).unwrap();
+    // as the gateway: the body path first (a turn read only for the feedback is flagged)
+    let now = Duration::from_secs(1);
+    let path = r.request_body_path(&headers, false, false, snap, now);
     let req = RouteRequest {
         rid: None,
         headers: &headers,
         body: None,
         model: Some("m"),
         leg: crate::Leg::Regular,
-        text: Some(text),
+        text: (how == Prompt::Text).then_some(text),
         tokens: None,
-        prefix: None,
+        prefix: (how == Prompt::Hashes).then_some(&hashed),
         exclude: &others,
         stream: Some(false),
         loads: None,
+        feedback_read: path == BodyPath::FEEDBACK_REREAD,
     };
-    let mut d = r
-        .route(&req, snap, Duration::from_secs(1), &mut Rng::seeded(3))
-        .unwrap();
+    let mut d = r.route(&req, snap, now, &mut Rng::seeded(3)).unwrap();
     assert_eq!(d.worker, W0);
     d.lease.take_ticket()
 }

@@ -53,6 +53,16 @@ fn an_unread_turns_answer_keeps_its_sessions_prefix_recent() {
 
 #[test]
 fn a_turn_read_for_the_feedback_is_decided_as_an_unread_one() {
+    read_for_the_feedback(Prompt::Text);
+    // the gateway hands the router the prompt's hashes, not its text (this case was missed:
+    // the re-read turns were routed as read ones in the gateway, docs/benchmarks.md session 5)
+    read_for_the_feedback(Prompt::Hashes);
+}
+
+fn read_for_the_feedback(how: Prompt) {
+    let send = |r: &Router, snap: &WorkerSnapshot, t: &[u8], key: Option<&str>| {
+        send_as(r, snap, t, key, how)
+    };
     let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
     let snap = fleet(&stats);
     let r = router(PolicyKind::Agentic, FeedbackMode::On);
@@ -63,6 +73,11 @@ fn a_turn_read_for_the_feedback_is_decided_as_an_unread_one() {
     r.observe_reported(t1, report(0, &p1), &snap);
     let size = ledger(&r);
     assert!(size > 0);
+    let path = |r: &Router| {
+        let headers = HeaderList(&[("x-smg-routing-key", b"k1")]);
+        r.request_body_path(&headers, false, false, &snap, Duration::from_secs(1))
+    };
+    assert_eq!(path(&r), BodyPath::Streamed("ttft_pinned"));
     // its next turn streamed unread and fell short: the turn after it is read
     let unread = Ticket {
         worker: W0,
@@ -71,16 +86,44 @@ fn a_turn_read_for_the_feedback_is_decided_as_an_unread_one() {
     };
     r.observe_reported(unread, report(0, &p1), &snap);
     assert!(r.feedback.session_short(key));
+    assert_eq!(path(&r), BodyPath::FEEDBACK_REREAD);
     let p2 = cat(&p1, &text("and a long history since ", 4096));
     let t2 = send(&r, &snap, &p2, Some("k1")).unwrap();
     // the index predicted it (the answer is compared with the index) ...
     assert_eq!(t2.expectation.unwrap().predicted_bytes(), 2048);
     // ... and the session ledger kept the size an unread turn leaves
-    assert_eq!(ledger(&r), size);
+    assert_eq!(ledger(&r), size, "{how:?}");
     // a turn read for its own sake (not short any more) records its size
     let t3 = send(&r, &snap, &p2, Some("k1")).unwrap();
     r.observe_reported(t3, report(p2.len(), &p2), &snap);
     let p3 = cat(&p2, b"more");
     send(&r, &snap, &p3, Some("k1")).unwrap();
     assert!(ledger(&r) > size, "{} vs {size}", ledger(&r));
+}
+
+#[test]
+fn ttft_aware_decides_a_turn_read_for_the_feedback_with_its_text() {
+    // the queue's estimate learns a turn's uncached tokens only from turns decided with text
+    let learned = |policy| {
+        let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
+        let snap = fleet(&stats);
+        let r = router(policy, FeedbackMode::On);
+        let p1 = text("a session's first turn ", 2048);
+        let t1 = send_as(&r, &snap, &p1, Some("k1"), Prompt::Hashes).unwrap();
+        let key = t1.session.unwrap();
+        r.observe_reported(t1, report(0, &p1), &snap);
+        let unread = Ticket {
+            worker: W0,
+            expectation: None,
+            session: Some(key),
+        };
+        r.observe_reported(unread, report(0, &p1), &snap);
+        let mean = || r.policy.ttft().unwrap().state(&stats[0]).mean_own_tokens();
+        let before = mean();
+        let p2 = cat(&p1, &text("and a long history since ", 4096));
+        send_as(&r, &snap, &p2, Some("k1"), Prompt::Hashes).unwrap();
+        mean() - before
+    };
+    assert!(learned(PolicyKind::TtftAware) > 0.0);
+    assert_eq!(learned(PolicyKind::Agentic), 0.0);
 }

@@ -19,7 +19,13 @@ fn settle(r: &Router, snap: &WorkerSnapshot, key: Option<&str>, text: &str, w: u
 }
 
 /// Queues `n` unfinished keyless prefills of 1000 tokens on `w` (of 2 workers).
-fn queue_on(r: &Router, snap: &WorkerSnapshot, w: u32, n: usize, tag: &str) -> Vec<Decision> {
+pub(super) fn queue_on(
+    r: &Router,
+    snap: &WorkerSnapshot,
+    w: u32,
+    n: usize,
+    tag: &str,
+) -> Vec<Decision> {
     let mut rng = Rng::seeded(1);
     (0..n)
         .map(|i| {

@@ -3,6 +3,7 @@
 //! characters per token; the prior is 10 ms + 0.1 ms per token, the move rule the default
 //! `stay > 2 x cost elsewhere + 200 ms`.
 
+use super::agentic::queue_on;
 use super::ttft::{all_but, fresh, route};
 use super::*;
 
@@ -17,17 +18,6 @@ fn roomy(n: usize) -> Fleet {
         s.set_kv_capacity_tokens(1_000_000);
     }
     f
-}
-
-/// Queues `n` unfinished keyless prefills of 1000 tokens on `w` (of 2 workers).
-fn queue_on(r: &Router, snap: &WorkerSnapshot, w: u32, n: usize, tag: &str) -> Vec<Decision> {
-    let mut rng = Rng::seeded(1);
-    (0..n)
-        .map(|i| {
-            let t = fresh(&format!("{tag} {i}"), 1000);
-            route(r, snap, None, &t, &all_but(WorkerId(w), 2), T0, &mut rng)
-        })
-        .collect()
 }
 
 /// A group of sessions shares a 2000-token prefix that worker 0 holds (a repository's

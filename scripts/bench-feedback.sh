@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cached-token feedback (issue #17) on the agentic workload of `berth demo`'s second set: each
-# SETTING x MODE x run gets 4 fresh `berth sim-worker` processes (KV capacity per setting,
-# prefill 2,000 tokens/s, time scale 0.2) behind a fresh `berth serve --policy POLICY
+# SETTING x MODE x run gets 4 fresh `berth sim-worker` processes (KV capacity and prefill
+# speed per setting, time scale 0.2) behind a fresh `berth serve --policy POLICY
 # --cache-feedback MODE`, driven by `berth bench` (Poisson arrivals, NPROMPTS shared system
 # prompts of SYSW words, 3±2 turns, 2 sub-agents extending their parent, streaming chat), all on
 # loopback. `measure` routes exactly as `off` but counts the index's prediction error, so
@@ -14,12 +14,16 @@
 #   env: POLICY (ttft_aware) ROUTING (smg_routing_key) MODES ("measure on"; "off" too) RUNS (3)
 #        FIRST_SEED (1: run n uses bench seed FIRST_SEED + n - 1)
 #        SETTINGS ("demo pressure"): demo = KV 6144, 30 roots at 4/s (the demo's agentic set);
-#        pressure = KV 3072, 60 roots at 6/s. BASE_PORT (25000)
+#        pressure = KV 3072, 60 roots at 6/s (prefill near saturation: a run that loses cache
+#        queues up, so runs of one seed differ by up to 0.26 cached share); kvpressure = the same
+#        KV and arrivals, prefill 4,000 tokens/s (KVP_PREFILL) and KVP_ROOTS (120) roots: the same
+#        KV pressure without the prefill cliff (docs/benchmarks.md, session 6). BASE_PORT (25000)
+#        BIN (target/release/berth, built first when unset)
 #        LOG_LEVEL (warn; e.g. "warn,berth::feedback=debug" logs every compared answer to
 #        $OUT/SETTING-MODE-RUN/gateway.log)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BERTH=$ROOT/target/release/berth
+BERTH=${BIN:-$ROOT/target/release/berth}
 BASE=${BASE_PORT:-25000}
 OUT=${OUT:-/tmp/berth-feedback}
 POLICY=${POLICY:-ttft_aware}
@@ -31,7 +35,7 @@ SETTINGS=${SETTINGS:-"demo pressure"}
 . "$ROOT/scripts/bench-lib.sh"
 mkdir -p "$OUT"
 trap kill_pids EXIT
-(cd "$ROOT" && cargo build --release -q -p berth)
+[ -n "${BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p berth)
 
 metric_sum() { # metrics-file name-prefix: sum of the samples whose line starts with it
     awk -v p="$2" 'index($0, p) == 1 { s += $NF } END { printf "%.0f", s }' "$1"
@@ -40,9 +44,11 @@ metric_sum() { # metrics-file name-prefix: sum of the samples whose line starts 
 printf '%-9s %-8s %3s %6s %7s %9s %9s %9s %8s %10s %11s\n' setting mode run ok cached \
     ttft_p50 ttft_p99 mae_tok compared shortfall corrections
 for setting in $SETTINGS; do
+    PREFILL=2000
     case $setting in
         demo) KV=6144 ROOTS=30 RATE=4 ;;
         pressure) KV=3072 ROOTS=60 RATE=6 ;;
+        kvpressure) KV=3072 ROOTS=${KVP_ROOTS:-120} RATE=6 PREFILL=${KVP_PREFILL:-4000} ;;
         *) echo "unknown setting $setting" >&2; exit 1 ;;
     esac
     for run in $(seq "${FIRST_SEED:-1}" $((${FIRST_SEED:-1} + RUNS - 1))); do
@@ -51,7 +57,7 @@ for setting in $SETTINGS; do
             URLS=()
             for i in 1 2 3 4; do
                 "$BERTH" sim-worker --host 127.0.0.1 --port $((BASE + i)) --model sim-model \
-                    --kv-capacity-tokens "$KV" --prefill-tokens-per-sec 2000 --time-scale 0.2 \
+                    --kv-capacity-tokens "$KV" --prefill-tokens-per-sec "$PREFILL" --time-scale 0.2 \
                     >"$OUT/sim-$i.log" 2>&1 &
                 PIDS+=($!)
                 URLS+=("http://127.0.0.1:$((BASE + i))")

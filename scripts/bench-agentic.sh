@@ -20,6 +20,7 @@
 #              row's busy share; issue #21's targets are judged on the levels near prefill
 #              saturation with the KV holding the live working set (docs/benchmarks.md, session 4
 #              of issue #21: how the levels were chosen)
+#        LOG_LEVEL (warn) berth rows' --log-level; the gateway log is kept with each run's artifacts
 #        SPEEDUP (20) --replay-speedup (think times / 20); TSCALE (0.2) sim time scale
 #        BLOCK (16) tokens per trace hash id (1/32 of the trace's 512); OUTTOK (32)
 #        SAMPLE (1.0) --trace-session-sample; SESSIONS (all) --num-sessions
@@ -75,7 +76,7 @@ start_router() { # router policy [extra router flags]
         # nginx has no overload protection: its stand-in routes on the hash alone
         [ "$r" = nginx ] && set -- "$@" --disable-worker-overload-protection
         "$BIN" serve --host 127.0.0.1 --port "$gw" --worker-urls "${URLS[@]}" --policy "$p" \
-            --prometheus-host 127.0.0.1 --prometheus-port $((BASE + FLEET + 11)) --log-level warn "$@" \
+            --prometheus-host 127.0.0.1 --prometheus-port $((BASE + FLEET + 11)) --log-level "${LOG_LEVEL:-warn}" "$@" \
             >"$OUT/gateway.log" 2>&1 &
         PIDS+=($!)
         wait_http "http://127.0.0.1:$gw/readiness" ;;
@@ -134,6 +135,7 @@ for TRACE in "$@"; do
                 start_router "$router" "$policy" ${extra//,/ }
                 art="$OUT/art/$name-$lname-f$FLEET-${row//[:,]/_}-$run"
                 bench "$GW" "$mode" "$art" && row_line "$row" "$art" >>"$tsv"
+                [ "${LOG_LEVEL:-warn}" = warn ] || cp "$OUT/gateway.log" "$art/gateway.log"
                 # the router's own counters (moves, placements) next to the bench's artifacts
                 curl -fsS "http://127.0.0.1:$((BASE + FLEET + 11))/metrics" >"$art/router-metrics.txt" 2>/dev/null || true
                 stop_all

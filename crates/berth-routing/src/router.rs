@@ -252,7 +252,10 @@ impl Router {
         }
         // worker overload protection: placement leaves out workers over the thresholds
         let predicts = self.cfg.policy.predicts_ttft();
-        let screen = self.cfg.overload.screen(&cands, req.loads, !predicts);
+        let screen = self
+            .cfg
+            .overload
+            .screen(&cands, req.loads, !predicts, |w| snap.load(w));
         let place_on = self.overload.place_on(&screen, &cands, predicts)?;
         let text_bytes = req
             .tokens

@@ -8,7 +8,9 @@
 //! over the entries its answer lists and takes the mean `token_usage`. A worker that does not
 //! answer (or answers without those fields) has no entry in the round: it counts as not
 //! overloaded. Each call gets `--health-check-timeout-secs` and reads at most [`LIMIT`] bytes;
-//! a round holds one entry per registered worker at most.
+//! a round holds one entry per registered worker at most, with the requests this gateway had
+//! in flight to the worker as the round closed (overload protection counts what it sends
+//! after that as queued until the next round).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -73,6 +75,12 @@ pub(crate) async fn poll_once(
             entries.extend(group);
         }
     }
+    // what this gateway has in flight to each worker as the round closes: requests sent there
+    // later count as queued until the next round (`routing::OverloadConfig::screen`)
+    let view = registry.view();
+    for (id, load) in &mut entries {
+        load.in_flight = view.snapshot.load(*id);
+    }
     WorkerLoads::new(entries)
 }
 
@@ -135,6 +143,7 @@ pub(crate) fn load_of(rank: Option<u32>, answer: &Value) -> Option<WorkerLoad> {
     Some(WorkerLoad {
         waiting_reqs: waiting,
         token_usage,
+        in_flight: 0,
     })
 }
 

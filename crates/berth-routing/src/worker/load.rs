@@ -12,6 +12,22 @@
 //! ([`Screen::AllOver`]). A worker without a polled load (not answered yet, or its last poll
 //! failed) counts as under: protection never takes out a worker it knows nothing about.
 //!
+//! **The requests sent since the round count as queued** (berth's addition): a round is up to
+//! `--load-monitor-interval` (10 s) old, and SMG's rule alone sends *every* placement to the
+//! workers that were under at the round until the next one. Under KV pressure (the agentic
+//! coding trace over KV, `cache_aware`: half the placements vetoed) that put the whole traffic
+//! on one worker for a whole poll interval, 15-17 requests deep, its TTFT 7-8 s: the tail of
+//! every run (docs/benchmarks.md, issue #17 session 6). Each round records the requests this
+//! gateway had in flight to each worker ([`WorkerLoad::in_flight`]); a worker's waiting count
+//! is the round's plus what it has in flight above that, so an under worker takes at most
+//! `waiting_requests` more before every candidate is over and the policy's own rule (the
+//! fewest in flight) places. The other half of the same herd: a worker over on KV usage at the
+//! round stayed out for the whole interval after its requests had finished. KV in use
+//! (SGLang's `token_usage`, berth's sim worker's) is held by running requests, so with fewer
+//! requests in flight than at the round, the round's usage counts in proportion (none in
+//! flight: none held; more than at the round: the round's usage, the queue rule above covers
+//! the rest). Requests other clients send the worker are seen only at the next round.
+//!
 //! `ttft_aware` and `agentic` screen on the waiting queue only: they price KV occupancy
 //! themselves (the prefix index bounded by each worker's capacity, the session ledger's working
 //! sets and what a placement would evict), and a KV usage polled every 10 s says little about
@@ -29,6 +45,9 @@ pub struct WorkerLoad {
     pub waiting_reqs: u32,
     /// KV cache token usage in [0, 1] (`token_usage`, the mean across ranks).
     pub token_usage: f64,
+    /// Requests this gateway had in flight to the worker when the round was taken: the
+    /// requests it has sent there since count as queued until the next round (0 when unknown).
+    pub in_flight: u32,
 }
 
 /// The loads of one poll round, immutable (the gateway swaps in a new one each round).
@@ -104,15 +123,35 @@ impl OverloadConfig {
     }
 
     /// Which of `cands` placement may use under `loads`. With `usage` false only the waiting
-    /// queue counts (the policies that price KV occupancy themselves).
-    pub fn screen(&self, cands: &[WorkerId], loads: Option<&WorkerLoads>, usage: bool) -> Screen {
+    /// queue counts (the policies that price KV occupancy themselves). `in_flight`: each
+    /// worker's requests in flight through this gateway now; what it has above the round's
+    /// [`WorkerLoad::in_flight`] was sent since the round and counts as queued, so a worker
+    /// under the thresholds at a round takes at most `waiting_requests` more before it counts
+    /// as over too, not every placement until the next round; with fewer than at the round,
+    /// its KV usage counts in proportion (see the module docs).
+    pub fn screen(
+        &self,
+        cands: &[WorkerId],
+        loads: Option<&WorkerLoads>,
+        usage: bool,
+        in_flight: impl Fn(WorkerId) -> u32,
+    ) -> Screen {
         let Some(loads) = loads.filter(|_| self.enabled) else {
             return Screen::All;
         };
-        let is_over = |l: &WorkerLoad| {
-            l.waiting_reqs >= self.waiting_requests || usage && l.token_usage >= self.token_usage
+        let is_over = |w: WorkerId, l: &WorkerLoad| {
+            let now = in_flight(w);
+            let since = now.saturating_sub(l.in_flight);
+            // KV in use is held by running requests: what finished since released its share
+            let held = if l.in_flight > 0 && now < l.in_flight {
+                f64::from(now) / f64::from(l.in_flight)
+            } else {
+                1.0
+            };
+            l.waiting_reqs.saturating_add(since) >= self.waiting_requests
+                || usage && l.token_usage * held >= self.token_usage
         };
-        let over = |w: &WorkerId| loads.get(*w).is_some_and(is_over);
+        let over = |w: &WorkerId| loads.get(*w).is_some_and(|l| is_over(*w, l));
         let n_over = cands.iter().filter(|w| over(w)).count();
         if n_over == 0 {
             Screen::All
@@ -147,10 +186,91 @@ mod tests {
         WorkerLoad {
             waiting_reqs: waiting,
             token_usage: usage,
+            in_flight: 0,
         }
     }
 
     const W: [WorkerId; 3] = [WorkerId(0), WorkerId(1), WorkerId(2)];
+
+    /// Nothing in flight through the gateway.
+    fn none(_: WorkerId) -> u32 {
+        0
+    }
+
+    #[test]
+    fn requests_sent_since_the_round_count_as_queued() {
+        let c = OverloadConfig::default();
+        // at the round W0 was under (2 waiting, 3 in flight through us), W1 and W2 over
+        let round = |w0_in_flight| {
+            WorkerLoads::new(vec![
+                (
+                    W[0],
+                    WorkerLoad {
+                        in_flight: w0_in_flight,
+                        ..load(2, 0.1)
+                    },
+                ),
+                (W[1], load(0, 0.9)),
+                (W[2], load(9, 0.1)),
+            ])
+        };
+        let loads = round(3);
+        let now = |n: u32| move |w: WorkerId| if w == W[0] { n } else { 1 };
+        // 5 more sent there since: 7 queued, still under
+        assert_eq!(
+            c.screen(&W, Some(&loads), true, now(8)),
+            Screen::Under(vec![W[0]])
+        );
+        // 6 more: 8 queued, as over as the others; the policy places among all
+        assert_eq!(c.screen(&W, Some(&loads), true, now(9)), Screen::AllOver);
+        assert_eq!(
+            c.screen(&W, Some(&loads), false, now(9)),
+            Screen::Under(vec![W[1]])
+        );
+        // fewer in flight than at the round (answers came back): the round's queue stands
+        assert_eq!(
+            c.screen(&W, Some(&round(20)), true, now(9)),
+            Screen::Under(vec![W[0]])
+        );
+    }
+
+    #[test]
+    fn kv_usage_counts_in_proportion_to_the_requests_still_in_flight() {
+        let c = OverloadConfig::default();
+        // at the round W1 had 0.9 of its KV in use by the 4 requests we had in flight there
+        let loads = WorkerLoads::new(vec![
+            (W[0], load(0, 0.1)),
+            (
+                W[1],
+                WorkerLoad {
+                    in_flight: 4,
+                    ..load(0, 0.9)
+                },
+            ),
+            (W[2], load(9, 0.1)),
+        ]);
+        let w1 = |n: u32| move |w: WorkerId| if w == W[1] { n } else { 0 };
+        // all 4 (or more) still running: over
+        assert_eq!(
+            c.screen(&W, Some(&loads), true, w1(4)),
+            Screen::Under(vec![W[0]])
+        );
+        assert_eq!(
+            c.screen(&W, Some(&loads), true, w1(6)),
+            Screen::Under(vec![W[0]])
+        );
+        // 0.9 x 3/4 = 0.675: under again
+        assert_eq!(
+            c.screen(&W, Some(&loads), true, w1(3)),
+            Screen::Under(vec![W[0], W[1]])
+        );
+        // nothing in flight at the round: the round's usage stands (someone else's requests)
+        let other = WorkerLoads::new(vec![(W[0], load(0, 0.1)), (W[1], load(0, 0.9))]);
+        assert_eq!(
+            c.screen(&W, Some(&other), true, w1(0)),
+            Screen::Under(vec![W[0], W[2]])
+        );
+    }
 
     #[test]
     fn the_thresholds_are_inclusive() {
@@ -168,14 +288,17 @@ mod tests {
             (W[1], load(0, 0.95)),
             (W[2], load(2, 0.5)),
         ]);
-        assert_eq!(c.screen(&W, Some(&loads), true), Screen::Under(vec![W[2]]));
+        assert_eq!(
+            c.screen(&W, Some(&loads), true, none),
+            Screen::Under(vec![W[2]])
+        );
         // nothing over: everyone
         let calm = WorkerLoads::new(vec![(W[0], load(1, 0.1)), (W[2], load(7, 0.79))]);
-        assert_eq!(c.screen(&W, Some(&calm), true), Screen::All);
+        assert_eq!(c.screen(&W, Some(&calm), true, none), Screen::All);
         // a worker that did not answer counts as under
         let partial = WorkerLoads::new(vec![(W[0], load(9, 0.1)), (W[1], load(9, 0.1))]);
         assert_eq!(
-            c.screen(&W, Some(&partial), true),
+            c.screen(&W, Some(&partial), true, none),
             Screen::Under(vec![W[2]])
         );
     }
@@ -184,11 +307,11 @@ mod tests {
     fn all_over_places_anyway_or_sheds() {
         let loads = WorkerLoads::new(W.iter().map(|w| (*w, load(8, 0.9))).collect());
         let c = OverloadConfig::default();
-        assert_eq!(c.screen(&W, Some(&loads), true), Screen::AllOver);
+        assert_eq!(c.screen(&W, Some(&loads), true, none), Screen::AllOver);
         let shed = OverloadConfig { shed: true, ..c };
-        assert_eq!(shed.screen(&W, Some(&loads), true), Screen::Shed);
+        assert_eq!(shed.screen(&W, Some(&loads), true, none), Screen::Shed);
         // only the candidates count: a single under worker elsewhere does not help
-        assert_eq!(shed.screen(&W[..2], Some(&loads), true), Screen::Shed);
+        assert_eq!(shed.screen(&W[..2], Some(&loads), true, none), Screen::Shed);
     }
 
     #[test]
@@ -196,10 +319,13 @@ mod tests {
         let c = OverloadConfig::default();
         let loads = WorkerLoads::new(vec![(W[0], load(0, 1.0)), (W[1], load(8, 0.0))]);
         assert_eq!(
-            c.screen(&W, Some(&loads), false),
+            c.screen(&W, Some(&loads), false, none),
             Screen::Under(vec![W[0], W[2]])
         );
-        assert_eq!(c.screen(&W, Some(&loads), true), Screen::Under(vec![W[2]]));
+        assert_eq!(
+            c.screen(&W, Some(&loads), true, none),
+            Screen::Under(vec![W[2]])
+        );
     }
 
     #[test]
@@ -210,9 +336,9 @@ mod tests {
             shed: true,
             ..OverloadConfig::default()
         };
-        assert_eq!(off.screen(&W, Some(&loads), true), Screen::All);
+        assert_eq!(off.screen(&W, Some(&loads), true, none), Screen::All);
         assert_eq!(
-            OverloadConfig::default().screen(&W, None, true),
+            OverloadConfig::default().screen(&W, None, true, none),
             Screen::All
         );
     }

@@ -15,6 +15,7 @@ fn loads(per_worker: &[(u32, u32, f64)]) -> WorkerLoads {
                     WorkerLoad {
                         waiting_reqs: waiting,
                         token_usage: usage,
+                        in_flight: 0,
                     },
                 )
             })
@@ -275,4 +276,28 @@ fn ttft_policies_screen_on_the_queue_only() {
         }
         assert_eq!(r.stats().overload_vetoes, 10);
     }
+}
+
+#[test]
+fn a_worker_under_at_the_round_takes_only_a_queue_of_requests_until_the_next() {
+    // the round: W0 under both thresholds, W1 over on KV usage, W2 on its queue; nothing in
+    // flight through us then
+    let fleet = Fleet::new(3);
+    let snap = fleet.snap(&[]);
+    let round = loads(&[(0, 0, 0.1), (1, 0, 0.9), (2, 9, 0.1)]);
+    let r = with_overload(PolicyKind::CacheAware, OverloadConfig::default());
+    let mut rng = Rng::seeded(4);
+    let mut held = Vec::new();
+    let mut per_worker = [0u32; 3];
+    for _ in 0..24 {
+        let d = route_loaded(&r, &snap, None, &round, &mut rng).unwrap();
+        per_worker[d.worker.0 as usize] += 1;
+        held.push(d.lease); // still in flight
+    }
+    // SMG's rule alone sent all 24 to W0 until the next round; the 8 sent since count as
+    // its queue, then every worker is over and the fewest in flight take the rest
+    // (W1 and W2 catch up to W0's 8 in flight first)
+    assert_eq!(per_worker, [8, 8, 8]);
+    assert_eq!(r.stats().overload_vetoes, 8);
+    drop(held);
 }

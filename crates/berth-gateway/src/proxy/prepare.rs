@@ -11,7 +11,7 @@ use std::sync::Arc;
 use http::{HeaderMap, header};
 
 use super::Endpoint;
-use super::headers::{HeaderMapSource, ROUTING_TOKENS};
+use super::headers::{HeaderMapSource, ROUTING_TOKENS, first};
 use super::held::Held;
 use super::inspect::{Inspected, inspect};
 use super::scan_keys;
@@ -72,10 +72,8 @@ pub(crate) async fn prepare(
 ) -> Result<Prepared, GatewayError> {
     let deadline = BodyDeadline::new(state.config.body_timeouts, tokio::time::Instant::now());
     let view = state.registry.view();
-    let tokens = parts
-        .headers
-        .get(ROUTING_TOKENS)
-        .and_then(|v| parse_routing_tokens(v.as_bytes()));
+    let tokens =
+        first(&parts.headers, ROUTING_TOKENS).and_then(|v| parse_routing_tokens(v.as_bytes()));
     let pd = state.pd.as_ref();
     let core_path = match pd {
         // Both legs' routers may want the body; it is read anyway.
@@ -102,14 +100,10 @@ pub(crate) async fn prepare(
     };
     let scanned = matches!(body_path, BodyPath::Scanned(_));
     let buffered = matches!(body_path, BodyPath::Buffered(_));
-    state
-        .metrics
-        .body_path
-        .get_or_create(&BodyPathLabels {
-            path: body_path.path(),
-            reason: body_path.reason(),
-        })
-        .inc();
+    state.metrics.body_path.inc(BodyPathLabels {
+        path: body_path.path(),
+        reason: body_path.reason(),
+    });
     let max = state.config.max_payload_size;
     let length = content_length(&parts.headers);
     if length.is_some_and(|n| n > max as u64) {
@@ -230,19 +224,15 @@ pub(crate) async fn prepare(
     {
         return Err(GatewayError::ModelNotFound(m.to_owned()));
     }
-    state
-        .metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            model: model_label(&view.models, prepared.model()),
-            endpoint: endpoint.as_str(),
-            streaming: match stream {
-                None => "unknown",
-                Some(true) => "true",
-                Some(false) => "false",
-            },
-        })
-        .inc();
+    state.metrics.requests.inc(RequestLabels {
+        model: model_label(&view.models, prepared.model()),
+        endpoint: endpoint.as_str(),
+        streaming: match stream {
+            None => "unknown",
+            Some(true) => "true",
+            Some(false) => "false",
+        },
+    });
     Ok(prepared)
 }
 

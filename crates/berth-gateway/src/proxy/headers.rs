@@ -15,22 +15,28 @@ pub(crate) const ROUTING_TOKENS: &str = "x-smg-routing-tokens";
 /// The header naming the worker that served a response.
 pub(crate) const ROUTED_WORKER: HeaderName = HeaderName::from_static("x-smg-routed-worker-id");
 
-const HOP_BY_HOP: [HeaderName; 8] = [
-    header::CONNECTION,
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("proxy-connection"),
-    header::PROXY_AUTHENTICATE,
-    header::PROXY_AUTHORIZATION,
-    header::TE,
-    header::TRAILER,
-    header::UPGRADE,
-];
+/// Whether `name` is hop-by-hop (RFC 9110 section 7.6.1, `Keep-Alive` and `Proxy-Connection`
+/// included). A match on the name's text: a `const` array of `HeaderName`s was built and
+/// dropped at every use (per header of both messages).
+fn hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "upgrade"
+    )
+}
 
 /// Whether a client request header goes on to the worker: not hop-by-hop, not `Host` or
 /// `Transfer-Encoding` (the upstream writer sets both), not the routing hint. Headers the
 /// client's `Connection` names are dropped by the upstream writer (`upstream/h1/head.rs`).
 pub(crate) fn forwarded(name: &HeaderName) -> bool {
-    !(HOP_BY_HOP.contains(name)
+    !(hop_by_hop(name)
         || name == header::HOST
         || name == header::TRANSFER_ENCODING
         || name.as_str() == ROUTING_TOKENS)
@@ -44,7 +50,7 @@ pub(crate) fn strip_response_headers(headers: &mut HeaderMap) {
     let mut present: [Option<HeaderName>; 9] = Default::default();
     let mut n = 0;
     for name in headers.keys() {
-        if HOP_BY_HOP.contains(name) || name == header::TRANSFER_ENCODING {
+        if hop_by_hop(name) || name == header::TRANSFER_ENCODING {
             // each name comes once from `keys`, and there are nine such names
             if let Some(slot) = present.get_mut(n) {
                 *slot = Some(name.clone());
@@ -117,6 +123,8 @@ mod tests {
             "host",
             "transfer-encoding",
             "x-smg-routing-tokens",
+            "proxy-authenticate",
+            "proxy-authorization",
         ] {
             assert!(!forwarded(&HeaderName::from_static(name)), "{name}");
         }

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use http::{HeaderMap, header};
+use http::HeaderMap;
 
 use super::Endpoint;
 use super::headers::{HeaderMapSource, ROUTING_TOKENS, first};
@@ -254,8 +254,7 @@ fn concat(frames: Vec<bytes::Bytes>) -> bytes::Bytes {
 }
 
 fn content_length(headers: &HeaderMap) -> Option<u64> {
-    headers
-        .get(header::CONTENT_LENGTH)?
+    first(headers, "content-length")?
         .to_str()
         .ok()?
         .parse()

@@ -42,8 +42,12 @@ pub(crate) struct Head {
     pub(crate) expect_continue: bool,
 }
 
-/// Parses the request head at the start of `buf` and takes it off; `None`: not whole yet.
-pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadError> {
+/// Parses the request head at the start of `buf` and takes it off; `None`: not whole yet. Its
+/// headers go into `spare` (an empty map, taken; its tables are reused).
+pub(crate) fn parse_request(
+    buf: &mut BytesMut,
+    spare: &mut HeaderMap,
+) -> Result<Option<Head>, HeadError> {
     let mut slots = [const { MaybeUninit::uninit() }; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);
     let len = match req.parse_with_uninit_headers(buf, &mut slots) {
@@ -71,23 +75,26 @@ pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadErro
     let mut spans = take_spans();
     spans.extend(header_spans(buf, req.headers));
     let head = buf.split_to(len).freeze();
-    let parsed = request_head(&head, target, &spans, method, version).map(Some);
+    let headers = std::mem::take(spare);
+    let parsed = request_head(&head, target, &spans, method, version, headers).map(Some);
     keep_spans(spans);
     parsed
 }
 
-/// The request head in `head` (its target at `target`, its headers at `spans`).
+/// The request head in `head` (its target at `target`, its headers at `spans`, put in the
+/// empty `headers`).
 fn request_head(
     head: &Bytes,
     target: std::ops::Range<usize>,
     spans: &[Span],
     method: Method,
     version: Version,
+    mut headers: HeaderMap,
 ) -> Result<Head, HeadError> {
     let uri = Uri::from_maybe_shared(head.slice(target))
         .map_err(|e| HeadError::Bad(format!("invalid request target: {e}")))?;
-    let count = spans.len();
-    let mut headers = HeaderMap::with_capacity(count);
+    debug_assert!(headers.is_empty());
+    headers.reserve(spans.len());
     let mut length: Option<u64> = None;
     let mut chunked = None;
     let mut keep_alive = version == Version::HTTP_11;

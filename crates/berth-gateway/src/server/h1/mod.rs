@@ -160,7 +160,7 @@ pub(crate) async fn serve<R, W>(
         stopping |= *stop.borrow();
 
         // the response
-        let (parts, mut body) = resp.into_parts();
+        let (mut parts, mut body) = resp.into_parts();
         let exact = body.size_hint().exact();
         let (framing, keep_alive) = write_response_head(
             &mut out.buf,
@@ -172,7 +172,10 @@ pub(crate) async fn serve<R, W>(
                 ..ex
             },
         );
+        // the response's header map, emptied, takes the next request's headers
+        let headers = std::mem::take(&mut parts.headers);
         drop(parts);
+        lock(&read).recycle(headers);
         let mut sending = Sending::new(framing);
         let sent = poll_fn(|cx| {
             if let Poll::Ready(r) = sending.poll_send(&mut out, &mut body, cx) {

@@ -16,11 +16,18 @@ fn a_head_split_at_every_point_parses_only_when_whole() {
     let wire = format!("{HEAD}hello world!");
     for at in 0..HEAD.len() {
         let mut buf = BytesMut::from(&wire.as_bytes()[..at]);
-        assert!(parse_request(&mut buf).unwrap().is_none(), "at {at}");
+        assert!(
+            parse_request(&mut buf, &mut HeaderMap::new())
+                .unwrap()
+                .is_none(),
+            "at {at}"
+        );
         assert_eq!(buf.len(), at, "nothing taken before the head is whole");
     }
     let mut buf = BytesMut::from(wire.as_bytes());
-    let head = parse_request(&mut buf).unwrap().unwrap();
+    let head = parse_request(&mut buf, &mut HeaderMap::new())
+        .unwrap()
+        .unwrap();
     assert_eq!(head.req.method(), Method::POST);
     assert_eq!(head.req.uri().path(), "/v1/chat/completions");
     assert_eq!(head.req.uri().query(), Some("x=1"));
@@ -32,8 +39,31 @@ fn a_head_split_at_every_point_parses_only_when_whole() {
     assert_eq!(&buf[..], b"hello world!", "the body stays in the buffer");
 }
 
+#[test]
+fn a_recycled_map_takes_the_next_head_as_a_new_one_would() {
+    // a response's map, emptied: its tables hold the next request's headers, nothing of its own
+    let mut spare = HeaderMap::new();
+    for (k, v) in [
+        ("content-type", "x"),
+        ("x-request-id", "r"),
+        ("x-key", "old"),
+    ] {
+        spare.append(k, HeaderValue::from_static(v));
+    }
+    spare.clear();
+    let mut buf = BytesMut::from(HEAD.as_bytes());
+    let head = parse_request(&mut buf, &mut spare).unwrap().unwrap();
+    let fresh = parse(HEAD).unwrap();
+    assert_eq!(head.req.headers(), fresh.req.headers());
+    assert_eq!(head.req.headers().len(), 3);
+    assert!(
+        spare.is_empty() && spare.capacity() == 0,
+        "the spare was taken"
+    );
+}
+
 fn parse(raw: &str) -> Result<super::head::Head, HeadError> {
-    parse_request(&mut BytesMut::from(raw.as_bytes())).map(Option::unwrap)
+    parse_request(&mut BytesMut::from(raw.as_bytes()), &mut HeaderMap::new()).map(Option::unwrap)
 }
 
 #[test]

@@ -100,8 +100,7 @@ fn request_head(
     let mut keep_alive = version == Version::HTTP_11;
     let mut expect_continue = false;
     for &[ns, ne, vs, ve] in spans {
-        let name =
-            HeaderName::from_bytes(&head[ns..ne]).map_err(|e| HeadError::Bad(e.to_string()))?;
+        let name = header_name(&head[ns..ne]).map_err(|e| HeadError::Bad(e.to_string()))?;
         let raw = &head[vs..ve];
         if name == CONTENT_LENGTH {
             let n = parse_length(raw).ok_or_else(|| bad("content-length"))?;
@@ -150,6 +149,18 @@ fn request_head(
         keep_alive,
         expect_continue,
     })
+}
+
+/// The routing-key header most requests carry: not a standard name, so `from_bytes` would copy
+/// it into a new allocation per request; this one is static.
+const ROUTING_KEY: HeaderName = HeaderName::from_static("x-smg-routing-key");
+
+/// A header's name as `HeaderName::from_bytes` makes it, the routing-key header without a copy.
+fn header_name(raw: &[u8]) -> Result<HeaderName, http::header::InvalidHeaderName> {
+    if raw.eq_ignore_ascii_case(ROUTING_KEY.as_str().as_bytes()) {
+        return Ok(ROUTING_KEY);
+    }
+    HeaderName::from_bytes(raw)
 }
 
 fn bad(what: &str) -> HeadError {

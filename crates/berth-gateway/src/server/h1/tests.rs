@@ -62,6 +62,29 @@ fn a_recycled_map_takes_the_next_head_as_a_new_one_would() {
     );
 }
 
+#[test]
+fn the_routing_key_name_is_the_one_from_bytes_makes() {
+    for spelt in [
+        "X-SMG-Routing-Key",
+        "x-smg-routing-key",
+        "X-Smg-Routing-KEY",
+    ] {
+        let head = parse(&format!("GET / HTTP/1.1\r\n{spelt}: k1\r\n\r\n")).unwrap();
+        let (name, value) = head.req.headers().iter().next().unwrap();
+        assert_eq!(
+            *name,
+            http::HeaderName::from_bytes(spelt.as_bytes()).unwrap()
+        );
+        assert_eq!(name.as_str(), "x-smg-routing-key");
+        assert_eq!(value, "k1");
+    }
+    // a longer or shorter name is its own
+    let head =
+        parse("GET / HTTP/1.1\r\nx-smg-routing-keys: a\r\nx-smg-routing-ke: b\r\n\r\n").unwrap();
+    let names: Vec<&str> = head.req.headers().keys().map(|n| n.as_str()).collect();
+    assert_eq!(names, ["x-smg-routing-keys", "x-smg-routing-ke"]);
+}
+
 fn parse(raw: &str) -> Result<super::head::Head, HeadError> {
     parse_request(&mut BytesMut::from(raw.as_bytes()), &mut HeaderMap::new()).map(Option::unwrap)
 }

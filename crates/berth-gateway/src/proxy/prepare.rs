@@ -220,7 +220,7 @@ pub(crate) async fn prepare(
         .inspected
         .model
         .as_deref()
-        .filter(|m| !view.models.is_empty() && !view.snapshot.serves_model(m))
+        .filter(|m| !view.models.is_empty() && known_model(&view.models, m).is_none())
     {
         return Err(GatewayError::ModelNotFound(m.to_owned()));
     }
@@ -240,9 +240,19 @@ pub(crate) async fn prepare(
 /// `unknown`, so client-chosen strings never become label values.
 fn model_label(known: &[Arc<str>], model: Option<&str>) -> Arc<str> {
     model
-        .and_then(|model| known.iter().find(|m| ***m == *model))
+        .and_then(|model| known_model(known, model))
         .cloned()
         .unwrap_or_else(|| Arc::from("unknown"))
+}
+
+/// The workers' model named `model`, if a worker serves it: `known` is the view's sorted list of
+/// every worker's models (the snapshot's model table has the same names; a search of the short
+/// list costs a few comparisons where the table's lookup hashed the name).
+fn known_model<'k>(known: &'k [Arc<str>], model: &str) -> Option<&'k Arc<str>> {
+    known
+        .binary_search_by(|k| (**k).cmp(model))
+        .ok()
+        .and_then(|i| known.get(i))
 }
 
 /// The frames as one buffer (no copy for a single frame).
@@ -259,4 +269,29 @@ fn content_length(headers: &HeaderMap) -> Option<u64> {
         .ok()?
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_model_is_found_in_the_sorted_list_and_labels_by_it() {
+        let mut known: Vec<Arc<str>> = ["m-b", "m-a", "llama", "z", "m-a"]
+            .into_iter()
+            .map(Arc::from)
+            .collect();
+        // as the registry publishes it
+        known.sort();
+        known.dedup();
+        for m in ["m-a", "m-b", "llama", "z"] {
+            assert_eq!(known_model(&known, m).map(|k| &**k), Some(m));
+            assert_eq!(&*model_label(&known, Some(m)), m);
+        }
+        for m in ["m", "m-c", "", "Z", "llama "] {
+            assert!(known_model(&known, m).is_none(), "{m}");
+            assert_eq!(&*model_label(&known, Some(m)), "unknown");
+        }
+        assert!(known_model(&[], "m").is_none());
+    }
 }

@@ -119,3 +119,54 @@ fn before_turn_rates_are_known_a_new_session_goes_where_fewer_sessions_live() {
         assert_eq!(d.worker, WorkerId(1), "seed {seed}");
     }
 }
+
+/// The turn-boundary rebalance prices its copy as placement does (session 6). Three sessions on
+/// worker 0 and one on worker 1 take a turn every second; after eight turns worker 0 sends
+/// three of the four turns a second, and session "short"'s copy to worker 1 (its 1300-token
+/// history: 130 ms of prefill) is under the 200 ms margin. On a quiet fleet it moves. With two
+/// 1000-token prefills queued on each worker (every worker busy, a backlog of a few typical
+/// turns: load about 0.75), the copy delays the requests behind it about three times its own
+/// prefill, 4 x 130 ms > 200 ms: it stays (unpriced, the move also passed the second bar: 345
+/// ms on worker 1 against 215 + 200 staying). On the open-arrivals trace these copies of 2000 to
+/// 5000-token histories were 45-61 moves a run, a third more prefill at 0.8 utilization.
+#[test]
+fn the_rebalance_moves_a_session_only_where_its_copy_priced_by_the_load_is_cheap() {
+    let scenario = |queued: usize| {
+        let f = roomy(2);
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let mut rng = Rng::seeded(11);
+        let mut sessions: Vec<(&str, u32, String)> = vec![
+            ("long-a", 0, fresh("long session a", 5000)),
+            ("short", 0, fresh("short session", 900)),
+            ("long-c", 0, fresh("long session c", 5000)),
+            ("d", 1, fresh("session d", 900)),
+        ];
+        for secs in 1..=8 {
+            let now = Duration::from_secs(secs);
+            for (key, w, text) in &mut sessions {
+                text.push_str(&fresh(&format!("{key} turn {secs}"), 50));
+                let exclude = all_but(WorkerId(*w), 2);
+                let mut d = route(&r, &snap, Some(key), text, &exclude, now, &mut rng);
+                d.lease.first_byte(now, false);
+            }
+        }
+        let now = Duration::from_secs(9);
+        let _q0 = queue_on(&r, &snap, 0, queued, "zero");
+        let _q1 = queue_on(&r, &snap, 1, queued, "one");
+        let text = &mut sessions[1].2;
+        text.push_str(&fresh("short turn 9", 50));
+        let d = route(&r, &snap, Some("short"), text, &[], now, &mut rng);
+        (d.worker, d.branch.unwrap())
+    };
+    assert_eq!(
+        scenario(0),
+        (WorkerId(1), Branch::TtftMove),
+        "a quiet fleet"
+    );
+    assert_eq!(
+        scenario(2),
+        (WorkerId(0), Branch::OccupiedHit),
+        "a busy one"
+    );
+}

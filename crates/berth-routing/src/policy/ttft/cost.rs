@@ -193,9 +193,8 @@ struct Inner {
     /// When this worker last produced a first byte (the head of its queue started then).
     last_first_byte_ms: f64,
     /// Weighted mean of own uncached tokens of the requests placed with text, for requests
-    /// routed without their body (`None` before the first: the first sets it, so a burst's
-    /// first requests do not read as a fraction of their size).
-    mean_own_tokens: Option<f64>,
+    /// routed without their body.
+    mean_own_tokens: f64,
 }
 
 impl Default for Inner {
@@ -205,7 +204,7 @@ impl Default for Inner {
             next_id: 0,
             means: Means::default(),
             last_first_byte_ms: f64::NEG_INFINITY,
-            mean_own_tokens: None,
+            mean_own_tokens: 0.0,
         }
     }
 }
@@ -270,9 +269,9 @@ impl TtftStats {
         fleet.scaled(self.lock().speed(fleet))
     }
 
-    /// Mean own uncached tokens of recent placements with text (0 before the first).
+    /// Mean own uncached tokens of recent placements with text.
     pub(crate) fn mean_own_tokens(&self) -> f64 {
-        self.lock().mean_own_tokens.unwrap_or(0.0)
+        self.lock().mean_own_tokens
     }
 
     /// Predicts a request with `own_tokens` uncached tokens on this worker at `now_ms`, with
@@ -317,11 +316,7 @@ impl TtftStats {
         inner.next_id += 1;
         let id = inner.next_id;
         if with_text {
-            inner.mean_own_tokens = Some(
-                inner
-                    .mean_own_tokens
-                    .map_or(own_tokens, |m| m + LEARN_RATE * (own_tokens - m)),
-            );
+            inner.mean_own_tokens += LEARN_RATE * (own_tokens - inner.mean_own_tokens);
         }
         let horizon = predicted.ttft_ms.max(1.0);
         inner.pending.push(

@@ -112,12 +112,9 @@ fn a_pinned_session_moves_only_when_staying_beats_re_prefill_plus_eviction() {
         2,
     );
     let mut rng = Rng::seeded(5);
-    // the turns come a minute after the first (a session sending turns back to back at T0
-    // would read as a busy fleet: its turn rate times a typical turn's prefill)
-    let later = T0 + Duration::from_secs(60);
     let mut turn = |r: &Router, n: usize| {
         history.push_str(&fresh(&format!("turn {n}"), 100));
-        let d = route(r, &snap, Some("k"), &history, &[], later, &mut rng);
+        let d = route(r, &snap, Some("k"), &history, &[], T0, &mut rng);
         (d.worker, d.branch)
     };
     // 10,000 tokens queued on 0: staying costs 10 + 0.1 x 10,100 = 1020 ms. Moving re-prefills

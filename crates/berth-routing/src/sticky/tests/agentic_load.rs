@@ -132,10 +132,11 @@ fn before_turn_rates_are_known_a_new_session_goes_where_fewer_sessions_live() {
 ///   the cache they cost was the run's TTFT tail).
 /// - 1000-token prefills queued on worker 0 (sent at 1 s, so by 9 s the first is done): 2000
 ///   tokens left there, worker 1 idle. Staying costs 215 ms, moving 145 ms plus a copy priced
-///   at a light load (the sessions' turns: load 0.25). It moves.
-/// - 4000 tokens left on 0 and 2000 on 1 (every worker busy, load about 0.6): staying costs
-///   415 ms, moving 345 ms plus the 130 ms copy counted 2.5 times. It stays (unpriced, 345 ms
-///   was within the margin of staying and the copy under it: it moved).
+///   at a light load (the sessions' turns: load 0.07). It moves.
+/// - 4000 tokens left on 0 and 2000 on 1 (every worker busy: the shorter queue is about five
+///   typical turns long, load at its cap of 0.8): staying costs 415 ms, moving 345 ms plus the
+///   130 ms copy counted 5 times. It stays (unpriced, 345 ms was within the margin of staying
+///   and the copy under it: it moved).
 #[test]
 fn a_rebalance_move_costs_the_fleet_no_more_than_staying() {
     let scenario = |on_0: usize, on_1: usize| {

@@ -209,29 +209,6 @@ fn mean_own_tokens_follows_placements_with_text() {
     assert!((s.mean_own_tokens() - 120.0).abs() < 1.0);
 }
 
-/// The first placement with text sets the mean (it did start at 0: after a burst's first
-/// request of 2000 uncached tokens the mean read 100, a twentieth, and the typical turn that
-/// `agentic` prices its load and copies with read far too cheap while the burst lasted).
-#[test]
-fn mean_own_tokens_starts_at_its_first_sample() {
-    let s = TtftStats::default();
-    assert_eq!(s.mean_own_tokens(), 0.0, "unknown before any placement");
-    let p = s.predict(0.0, 0, 0.0, PRIOR);
-    let id = s.dispatch(0.0, 99_999.0, false, p, Streaming::Unknown);
-    s.end(id);
-    assert_eq!(
-        s.mean_own_tokens(),
-        0.0,
-        "a placement without text says nothing"
-    );
-    let id = s.dispatch(0.0, 2000.0, true, p, Streaming::Yes);
-    s.end(id);
-    assert_eq!(s.mean_own_tokens(), 2000.0);
-    let id = s.dispatch(0.0, 0.0, true, p, Streaming::Yes);
-    s.end(id);
-    assert!((s.mean_own_tokens() - 2000.0 * (1.0 - LEARN_RATE)).abs() < 1e-9);
-}
-
 #[test]
 fn solve3_solves_and_refuses_singular_systems() {
     let x = solve3(

@@ -78,3 +78,40 @@ CONF
     PIDS+=($!)
     for p in "$@"; do wait_http "http://127.0.0.1:$p/health"; done
 }
+
+nginx_proxy_conf() { # file dir port worker_port...: the nginx proxy bench-vs-nginx.sh and bench-instructions.sh compare
+    # berth with (`hash $http_x_smg_routing_key consistent`, keep-alive to the workers, one worker
+    # process); NGINX_EXTRA adds main-context directives (bench-instructions.sh: `master_process off;`)
+    local file=$1 dir=$2 port=$3 servers p
+    shift 3
+    servers=$(for p in "$@"; do printf 'server 127.0.0.1:%s;\n' "$p"; done)
+    cat >"$file" <<CONF
+worker_processes 1;
+daemon off;
+${NGINX_EXTRA:-}
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $dir;
+    proxy_temp_path $dir;
+    keepalive_requests 1000000;
+    upstream workers {
+        hash \$http_x_smg_routing_key consistent;
+        $servers
+        keepalive 256;
+    }
+    server {
+        listen 127.0.0.1:$port;
+        location = /health { return 200 'ok'; }
+        location / {
+            proxy_pass http://workers;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+        }
+    }
+}
+CONF
+}

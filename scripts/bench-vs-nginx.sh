@@ -40,35 +40,7 @@ mkdir -p "$OUT/px"
 static_workers "$OUT/up" "${W[@]}"
 
 NGINX_PORT=$((BASE + 10))
-servers=$(for p in "${W[@]}"; do printf 'server 127.0.0.1:%s;\n' "$p"; done)
-cat >"$OUT/px/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $OUT/px/nginx.pid;
-error_log $OUT/px/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $OUT/px;
-    proxy_temp_path $OUT/px;
-    keepalive_requests 1000000;
-    upstream workers {
-        hash \$http_x_smg_routing_key consistent;
-        $servers
-        keepalive 256;
-    }
-    server {
-        listen 127.0.0.1:$NGINX_PORT;
-        location = /health { return 200 'ok'; }
-        location / {
-            proxy_pass http://workers;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-        }
-    }
-}
-CONF
+nginx_proxy_conf "$OUT/px/nginx.conf" "$OUT/px" "$NGINX_PORT" "${W[@]}"
 nginx -c "$OUT/px/nginx.conf" -p "$OUT/px" >"$OUT/px/stdout.log" 2>&1 &
 declare -A PORT PID
 PID[nginx]=$!; PORT[nginx]=$NGINX_PORT; PIDS+=($!)

@@ -9,8 +9,11 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 
 mod feedback;
+mod hot;
 mod index;
 mod load;
+
+use hot::HotFamily;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -94,8 +97,8 @@ pub struct Metrics {
     key_source_hot: Resolved<16>,
     pub(crate) session_control: Family<SessionLabels, Counter>,
     worker_keys: Family<WorkerLabels, Gauge>,
-    pub(crate) body_path: Family<BodyPathLabels, Counter>,
-    pub(crate) requests: Family<RequestLabels, Counter>,
+    pub(crate) body_path: HotFamily<BodyPathLabels>,
+    pub(crate) requests: HotFamily<RequestLabels>,
     pub(crate) duration: Histogram,
     pub(crate) ttft: Histogram,
     /// The upstream attempt's counters (status codes, stale-connection re-sends).
@@ -159,8 +162,8 @@ impl Metrics {
             key_source: Family::default(),
             session_control: Family::default(),
             worker_keys: Family::default(),
-            body_path: Family::default(),
-            requests: Family::default(),
+            body_path: HotFamily::default(),
+            requests: HotFamily::default(),
             duration: hist(),
             ttft: hist(),
             upstream: UpstreamMetrics::default(),
@@ -237,12 +240,12 @@ impl Metrics {
             "smg_router_request_body_path",
             "Request bodies buffered, scanned (held until a body key member settles the key) or \
              streamed, and why",
-            m.body_path.clone(),
+            m.body_path.family().clone(),
         );
         registry.register(
             "smg_router_requests",
             "Requests by model, endpoint and streaming",
-            m.requests.clone(),
+            m.requests.family().clone(),
         );
         registry.register(
             "smg_router_request_duration_seconds",

@@ -32,6 +32,7 @@ pub const MAX_MODEL: usize = 1024;
 pub const MAX_FIELD: usize = 4096;
 
 mod fields;
+mod keep;
 
 pub use fields::{Field, Kept};
 
@@ -189,45 +190,16 @@ impl ModelScan {
         }
         let mut i = 0;
         while i < bytes.len() {
-            // Inside a string nobody keeps (message text, mostly): jump to its next quote or
-            // backslash, the only bytes that matter there.
-            if self.in_string
-                && !self.in_key
-                && (self.keeping.is_none() || self.overflow)
-                && !self.escape
-            {
-                match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
-                    Some(off) => i += off,
-                    None => break,
-                }
-            }
-            if self.step(bytes[i]) && self.done() {
+            // Runs of bytes that change nothing but the kept buffer are passed in one go; the
+            // byte that ends the run goes through `step`.
+            i += self.pass(&bytes[i..]);
+            let Some(&b) = bytes.get(i) else { break };
+            if self.step(b) && self.done() {
                 return true;
             }
             i += 1;
         }
         false
-    }
-
-    fn keep(&mut self, b: u8, limit: usize) {
-        if self.buf.len() < limit {
-            if self.buf.capacity() == 0 {
-                // one allocation for the scan: keys and most values fit
-                self.buf.reserve(MAX_KEY);
-            }
-            self.buf.push(b);
-        } else {
-            self.overflow = true;
-        }
-    }
-
-    /// Keeps `b` as part of the value being kept, if one is.
-    fn keep_value(&mut self, b: u8) {
-        match self.keeping {
-            Some(Target::Model) => self.keep(b, MAX_MODEL),
-            Some(Target::Field(_)) => self.keep(b, MAX_FIELD),
-            _ => {}
-        }
     }
 
     /// The kept string, decoded (escapes resolved); `None` if it overflowed or is not valid.

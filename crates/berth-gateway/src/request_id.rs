@@ -16,11 +16,12 @@ use crate::rng::with_rng;
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Request headers whose value becomes the id, in order (SMG's `--request-id-headers` default).
-const CLIENT_HEADERS: [HeaderName; 4] = [
-    HeaderName::from_static("x-request-id"),
-    HeaderName::from_static("x-correlation-id"),
-    HeaderName::from_static("x-trace-id"),
-    HeaderName::from_static("request-id"),
+/// (Names as text: a `const` array of `HeaderName`s is built and dropped at every use.)
+const CLIENT_HEADERS: [&str; 4] = [
+    "x-request-id",
+    "x-correlation-id",
+    "x-trace-id",
+    "request-id",
 ];
 
 /// Random characters after the prefix.
@@ -36,7 +37,7 @@ pub(crate) fn for_request(headers: &HeaderMap, path: &str) -> HeaderValue {
     let mut seen = [false; 4];
     let mut best: Option<(usize, &HeaderValue)> = None;
     for (name, value) in headers {
-        let Some(rank) = CLIENT_HEADERS.iter().position(|n| n == name) else {
+        let Some(rank) = CLIENT_HEADERS.iter().position(|n| *n == name.as_str()) else {
             continue;
         };
         if std::mem::replace(&mut seen[rank], true) || value.is_empty() {

@@ -9,8 +9,8 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use crate::request_body::ConnBody;
 use http::{Method, Request, Response};
-use hyper::body::Incoming;
 
 use crate::admin::{self, authorized};
 use crate::admission;
@@ -24,7 +24,7 @@ use crate::state::IoCtx;
 /// `x-request-id` (the client's own, or a fresh one).
 pub(crate) async fn handle(
     io: Arc<IoCtx>,
-    req: Request<Incoming>,
+    req: Request<ConnBody>,
 ) -> Result<Response<Body>, Infallible> {
     let id = request_id::for_request(req.headers(), req.uri().path());
     let state = io.state.clone();
@@ -36,7 +36,7 @@ pub(crate) async fn handle(
     Ok(resp)
 }
 
-async fn dispatch(io: Arc<IoCtx>, req: Request<Incoming>) -> Response<Body> {
+async fn dispatch(io: Arc<IoCtx>, req: Request<ConnBody>) -> Response<Body> {
     let state = &io.state;
     if let Some(endpoint) = Endpoint::from_path(req.uri().path()) {
         if req.method() != Method::POST {

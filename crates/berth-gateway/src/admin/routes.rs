@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
+use crate::request_body::ConnBody;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
-use hyper::body::Incoming;
 
 use super::auth::{admin_key, authorized};
 use super::{fanout, info, legacy, sticky, workers};
@@ -151,7 +151,7 @@ impl Route {
 /// Answers a request for a route the gateway serves itself (404 `not_found` for any other path).
 pub(crate) async fn serve(
     state: &Arc<AppState>,
-    req: Request<Incoming>,
+    req: Request<ConnBody>,
 ) -> Result<Response<Body>, GatewayError> {
     let path = req.uri().path().to_owned();
     let Some((route, tail)) = Route::parse(&path) else {

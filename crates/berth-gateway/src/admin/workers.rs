@@ -15,9 +15,9 @@
 
 use std::sync::Arc;
 
+use crate::request_body::ConnBody;
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use serde::Deserialize;
 
 use super::respond::json;
@@ -143,7 +143,7 @@ struct AddWorker {
 /// "prefill"|"decode"` and, for a prefill worker, `"bootstrap_port"`.
 pub(crate) async fn add(
     state: &Arc<AppState>,
-    body: Incoming,
+    body: ConnBody,
 ) -> Result<Response<Body>, GatewayError> {
     let bytes = http_body_util::Limited::new(body, 64 * 1024)
         .collect()

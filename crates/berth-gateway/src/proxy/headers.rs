@@ -5,7 +5,7 @@
 //! names) are dropped, and so is the `x-smg-routing-tokens` hint, which is for the gateway only.
 //! `Host` is set by the client for the worker's authority.
 
-use http::{HeaderMap, HeaderName, header};
+use http::{HeaderMap, HeaderName, HeaderValue, header};
 
 use crate::routing::HeaderSource;
 
@@ -15,22 +15,28 @@ pub(crate) const ROUTING_TOKENS: &str = "x-smg-routing-tokens";
 /// The header naming the worker that served a response.
 pub(crate) const ROUTED_WORKER: HeaderName = HeaderName::from_static("x-smg-routed-worker-id");
 
-const HOP_BY_HOP: [HeaderName; 8] = [
-    header::CONNECTION,
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("proxy-connection"),
-    header::PROXY_AUTHENTICATE,
-    header::PROXY_AUTHORIZATION,
-    header::TE,
-    header::TRAILER,
-    header::UPGRADE,
-];
+/// Whether `name` is hop-by-hop (RFC 9110 section 7.6.1, `Keep-Alive` and `Proxy-Connection`
+/// included). A match on the name's text: a `const` array of `HeaderName`s was built and
+/// dropped at every use (per header of both messages).
+fn hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "upgrade"
+    )
+}
 
 /// Whether a client request header goes on to the worker: not hop-by-hop, not `Host` or
 /// `Transfer-Encoding` (the upstream writer sets both), not the routing hint. Headers the
 /// client's `Connection` names are dropped by the upstream writer (`upstream/h1/head.rs`).
 pub(crate) fn forwarded(name: &HeaderName) -> bool {
-    !(HOP_BY_HOP.contains(name)
+    !(hop_by_hop(name)
         || name == header::HOST
         || name == header::TRANSFER_ENCODING
         || name.as_str() == ROUTING_TOKENS)
@@ -44,7 +50,7 @@ pub(crate) fn strip_response_headers(headers: &mut HeaderMap) {
     let mut present: [Option<HeaderName>; 9] = Default::default();
     let mut n = 0;
     for name in headers.keys() {
-        if HOP_BY_HOP.contains(name) || name == header::TRANSFER_ENCODING {
+        if hop_by_hop(name) || name == header::TRANSFER_ENCODING {
             // each name comes once from `keys`, and there are nine such names
             if let Some(slot) = present.get_mut(n) {
                 *slot = Some(name.clone());
@@ -85,8 +91,20 @@ pub(crate) struct HeaderMapSource<'a>(pub(crate) &'a HeaderMap);
 
 impl HeaderSource for HeaderMapSource<'_> {
     fn first_value(&self, lowercase_name: &str) -> Option<&[u8]> {
-        self.0.get(lowercase_name).map(|v| v.as_bytes())
+        first(self.0, lowercase_name).map(|v| v.as_bytes())
     }
+}
+
+/// The first value of the header `lowercase_name`, as `HeaderMap::get` gives it, found by
+/// comparing the request's few names: `get` with a `&str` validates, lowercases and hashes the
+/// name first (about 400 instructions a lookup, against some 10 per name compared here; a
+/// request has at most the head parser's limit of names).
+pub(crate) fn first<'h>(headers: &'h HeaderMap, lowercase_name: &str) -> Option<&'h HeaderValue> {
+    // `iter` yields a name's values in order, the first one first
+    headers
+        .iter()
+        .find(|(name, _)| name.as_str() == lowercase_name)
+        .map(|(_, value)| value)
 }
 
 #[cfg(test)]
@@ -105,6 +123,8 @@ mod tests {
             "host",
             "transfer-encoding",
             "x-smg-routing-tokens",
+            "proxy-authenticate",
+            "proxy-authorization",
         ] {
             assert!(!forwarded(&HeaderName::from_static(name)), "{name}");
         }
@@ -116,6 +136,30 @@ mod tests {
         ] {
             assert!(forwarded(&HeaderName::from_static(name)), "{name}");
         }
+    }
+
+    #[test]
+    fn first_is_get_for_lowercase_names() {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("content-type", "application/json"),
+            ("x-smg-routing-key", "a"),
+            ("x-other", "1"),
+            ("x-smg-routing-key", "b"),
+        ] {
+            h.append(HeaderName::from_static(k), v.parse().unwrap());
+        }
+        for name in [
+            "x-smg-routing-key",
+            "content-type",
+            "x-other",
+            "x-missing",
+            "x-smg",
+        ] {
+            assert_eq!(first(&h, name), h.get(name), "{name}");
+        }
+        assert_eq!(first(&h, "x-smg-routing-key").unwrap(), "a");
+        assert_eq!(HeaderMapSource(&h).first_value("x-other"), Some(&b"1"[..]));
     }
 
     #[test]

@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use http::{HeaderMap, header};
+use http::HeaderMap;
 
 use super::Endpoint;
-use super::headers::{HeaderMapSource, ROUTING_TOKENS};
+use super::headers::{HeaderMapSource, ROUTING_TOKENS, first};
 use super::held::Held;
 use super::inspect::{Inspected, inspect};
 use super::scan_keys;
@@ -72,10 +72,8 @@ pub(crate) async fn prepare(
 ) -> Result<Prepared, GatewayError> {
     let deadline = BodyDeadline::new(state.config.body_timeouts, tokio::time::Instant::now());
     let view = state.registry.view();
-    let tokens = parts
-        .headers
-        .get(ROUTING_TOKENS)
-        .and_then(|v| parse_routing_tokens(v.as_bytes()));
+    let tokens =
+        first(&parts.headers, ROUTING_TOKENS).and_then(|v| parse_routing_tokens(v.as_bytes()));
     let pd = state.pd.as_ref();
     let core_path = match pd {
         // Both legs' routers may want the body; it is read anyway.
@@ -102,14 +100,10 @@ pub(crate) async fn prepare(
     };
     let scanned = matches!(body_path, BodyPath::Scanned(_));
     let buffered = matches!(body_path, BodyPath::Buffered(_));
-    state
-        .metrics
-        .body_path
-        .get_or_create(&BodyPathLabels {
-            path: body_path.path(),
-            reason: body_path.reason(),
-        })
-        .inc();
+    state.metrics.body_path.inc(BodyPathLabels {
+        path: body_path.path(),
+        reason: body_path.reason(),
+    });
     let max = state.config.max_payload_size;
     let length = content_length(&parts.headers);
     if length.is_some_and(|n| n > max as u64) {
@@ -226,23 +220,19 @@ pub(crate) async fn prepare(
         .inspected
         .model
         .as_deref()
-        .filter(|m| !view.models.is_empty() && !view.snapshot.serves_model(m))
+        .filter(|m| !view.models.is_empty() && known_model(&view.models, m).is_none())
     {
         return Err(GatewayError::ModelNotFound(m.to_owned()));
     }
-    state
-        .metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            model: model_label(&view.models, prepared.model()),
-            endpoint: endpoint.as_str(),
-            streaming: match stream {
-                None => "unknown",
-                Some(true) => "true",
-                Some(false) => "false",
-            },
-        })
-        .inc();
+    state.metrics.requests.inc(RequestLabels {
+        model: model_label(&view.models, prepared.model()),
+        endpoint: endpoint.as_str(),
+        streaming: match stream {
+            None => "unknown",
+            Some(true) => "true",
+            Some(false) => "false",
+        },
+    });
     Ok(prepared)
 }
 
@@ -250,9 +240,19 @@ pub(crate) async fn prepare(
 /// `unknown`, so client-chosen strings never become label values.
 fn model_label(known: &[Arc<str>], model: Option<&str>) -> Arc<str> {
     model
-        .and_then(|model| known.iter().find(|m| ***m == *model))
+        .and_then(|model| known_model(known, model))
         .cloned()
         .unwrap_or_else(|| Arc::from("unknown"))
+}
+
+/// The workers' model named `model`, if a worker serves it: `known` is the view's sorted list of
+/// every worker's models (the snapshot's model table has the same names; a search of the short
+/// list costs a few comparisons where the table's lookup hashed the name).
+fn known_model<'k>(known: &'k [Arc<str>], model: &str) -> Option<&'k Arc<str>> {
+    known
+        .binary_search_by(|k| (**k).cmp(model))
+        .ok()
+        .and_then(|i| known.get(i))
 }
 
 /// The frames as one buffer (no copy for a single frame).
@@ -264,10 +264,34 @@ fn concat(frames: Vec<bytes::Bytes>) -> bytes::Bytes {
 }
 
 fn content_length(headers: &HeaderMap) -> Option<u64> {
-    headers
-        .get(header::CONTENT_LENGTH)?
+    first(headers, "content-length")?
         .to_str()
         .ok()?
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_model_is_found_in_the_sorted_list_and_labels_by_it() {
+        let mut known: Vec<Arc<str>> = ["m-b", "m-a", "llama", "z", "m-a"]
+            .into_iter()
+            .map(Arc::from)
+            .collect();
+        // as the registry publishes it
+        known.sort();
+        known.dedup();
+        for m in ["m-a", "m-b", "llama", "z"] {
+            assert_eq!(known_model(&known, m).map(|k| &**k), Some(m));
+            assert_eq!(&*model_label(&known, Some(m)), m);
+        }
+        for m in ["m", "m-c", "", "Z", "llama "] {
+            assert!(known_model(&known, m).is_none(), "{m}");
+            assert_eq!(&*model_label(&known, Some(m)), "unknown");
+        }
+        assert!(known_model(&[], "m").is_none());
+    }
 }

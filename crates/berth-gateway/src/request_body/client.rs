@@ -8,19 +8,20 @@ use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
+
+use super::wire::ConnBody;
 
 /// The request body: read-ahead frames first, then the rest.
 #[derive(Debug)]
 pub(crate) struct ClientBody {
     read: VecDeque<Frame<Bytes>>,
     read_len: u64,
-    inner: Incoming,
+    inner: ConnBody,
 }
 
 impl ClientBody {
     /// The body as it arrives, nothing read yet.
-    pub(crate) fn new(inner: Incoming) -> Self {
+    pub(crate) fn new(inner: ConnBody) -> Self {
         Self {
             read: VecDeque::new(),
             read_len: 0,
@@ -34,7 +35,7 @@ impl ClientBody {
     }
 
     /// The connection's body, for reading ahead; what is read goes back with [`Self::keep`].
-    pub(crate) fn rest(&mut self) -> &mut Incoming {
+    pub(crate) fn rest(&mut self) -> &mut ConnBody {
         &mut self.inner
     }
 
@@ -49,12 +50,12 @@ impl ClientBody {
 
 impl Body for ClientBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = std::io::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         if let Some(frame) = self.read.pop_front() {
             if let Some(d) = frame.data_ref() {
                 self.read_len -= d.remaining() as u64;
@@ -79,8 +80,8 @@ impl Body for ClientBody {
     }
 }
 
-impl From<Incoming> for ClientBody {
-    fn from(inner: Incoming) -> Self {
+impl From<ConnBody> for ClientBody {
+    fn from(inner: ConnBody) -> Self {
         Self::new(inner)
     }
 }

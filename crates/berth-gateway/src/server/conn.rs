@@ -1,5 +1,6 @@
-//! One client connection: TLS if configured, then HTTP/1.1 until it closes or the gateway
-//! stops; and the Prometheus endpoint's connections.
+//! One client connection: TLS if configured, then HTTP/1.1 (`h1/`) until it closes or the
+//! gateway stops; and the Prometheus endpoint's connections (hyper's server: off the request
+//! path).
 
 use std::sync::Arc;
 
@@ -11,7 +12,6 @@ use tokio::sync::watch;
 
 use super::io::accept_backoff;
 use crate::coarse_timer::CoarseTimer;
-use crate::service;
 use crate::state::{AppState, IoCtx};
 
 /// Serves a client connection; `timer` is the IO loop's header-timeout timer (`None`: no
@@ -23,38 +23,12 @@ pub(super) async fn serve_connection(
     stop: watch::Receiver<bool>,
 ) {
     let Some(acceptor) = io.state.tls.clone() else {
-        return serve_http(stream, io, timer, stop).await;
+        let (r, w) = stream.into_split();
+        return super::h1::serve(r, w, io, timer, stop).await;
     };
     if let Some(tls) = crate::tls::handshake(&acceptor, stream).await {
-        serve_http(tls, io, timer, stop).await;
-    }
-}
-
-/// Serves HTTP/1.1 on a client connection (plain TCP or TLS).
-async fn serve_http<S>(
-    stream: S,
-    io: Arc<IoCtx>,
-    timer: Option<CoarseTimer>,
-    mut stop: watch::Receiver<bool>,
-) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let header_timeout = io.state.config.header_read_timeout;
-    let svc = service_fn(move |req| service::handle(io.clone(), req));
-    let mut builder = http1::Builder::new();
-    if let (Some(t), Some(timer)) = (header_timeout, timer) {
-        builder.timer(timer).header_read_timeout(t);
-    }
-    let conn = builder
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), svc);
-    tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        _ = stop.changed() => {
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
-        }
+        let (r, w) = tokio::io::split(tls);
+        super::h1::serve(r, w, io, timer, stop).await;
     }
 }
 

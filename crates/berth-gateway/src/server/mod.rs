@@ -14,8 +14,9 @@
 //! runtime here). With 0, one IO loop runs on the caller's runtime (tests, embedding).
 //!
 //! - `io.rs`: the accept loop and the IO loops.
-//! - `conn.rs`: one client connection (TLS, HTTP/1.1, the header timeout), and the
-//!   Prometheus endpoint's.
+//! - `conn.rs`: one client connection (TLS, then `h1/`), and the Prometheus endpoint's.
+//! - `h1/`: the client connection's HTTP/1.1 (heads, bodies, keep-alive, pipelining,
+//!   `Expect`, the header timeout, graceful close).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -38,6 +39,7 @@ use crate::state::AppState;
 use crate::{eviction, upstream};
 
 mod conn;
+mod h1;
 mod io;
 
 /// Entry point for embedding the gateway.

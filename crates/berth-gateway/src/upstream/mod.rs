@@ -19,7 +19,7 @@ mod addr;
 mod attempt;
 mod body;
 mod client;
-mod h1;
+pub(crate) mod h1;
 mod pool;
 mod replay;
 mod wait;

@@ -180,7 +180,7 @@ where
 }
 
 /// Appends `n` in hex (a chunk size).
-fn put_hex(out: &mut Vec<u8>, n: usize) {
+pub(crate) fn put_hex(out: &mut Vec<u8>, n: usize) {
     let digits = (usize::BITS - n.leading_zeros()).div_ceil(4).max(1);
     for i in (0..digits).rev() {
         out.push(b"0123456789abcdef"[(n >> (i * 4)) & 0xf]);

@@ -136,7 +136,7 @@ fn payload_method(method: &Method) -> bool {
 }
 
 /// The decimal digits of `n`, written at the end of `buf`.
-fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;
@@ -295,7 +295,7 @@ fn response_head(
 }
 
 /// Where a header's name and value lie in its head: name start and end, value start and end.
-type Span = [usize; 4];
+pub(crate) type Span = [usize; 4];
 
 thread_local! {
     /// The spans of the head being parsed, one list per thread (a head's parse then zeroes no
@@ -304,18 +304,18 @@ thread_local! {
 }
 
 /// This thread's span list, empty (give it back with [`keep_spans`]).
-fn take_spans() -> Vec<Span> {
+pub(crate) fn take_spans() -> Vec<Span> {
     SPANS.with_borrow_mut(std::mem::take)
 }
 
 /// Gives a span list back for the next head.
-fn keep_spans(mut spans: Vec<Span>) {
+pub(crate) fn keep_spans(mut spans: Vec<Span>) {
     spans.clear();
     SPANS.set(spans);
 }
 
 /// The spans of `headers`, parsed out of `buf`.
-fn header_spans<'a>(
+pub(crate) fn header_spans<'a>(
     buf: &'a [u8],
     headers: &'a [httparse::Header<'a>],
 ) -> impl Iterator<Item = Span> + 'a {

@@ -60,10 +60,12 @@
 //!   (`ledger.rs`). When a session's worker sends more than [`REBALANCE_OVER`] times the
 //!   candidates' mean rate, its turn moves to another worker if that is cheap: the copy evicts
 //!   nothing there (the worker's working set has room for it), the history the other worker
-//!   lacks beyond what this one lacks costs no more than `move_margin_ms` of prefill, the
-//!   other worker is not predicted slower than
-//!   staying by more than that margin, and after the move it still sends no more turns than the
-//!   worker left behind (no ping-pong), and only a session that has already taken
+//!   lacks beyond what this one lacks costs no more than `move_margin_ms` of prefill priced by
+//!   the load as every copy is (`1 + load / (1 - load)` times its prefill), the move costs the
+//!   fleet no more than staying costs this turn (`fleet_cost(other) <= TTFT(pinned)`: this
+//!   worker is behind by more than the copy), and after the move the other worker still sends
+//!   no more turns than the worker left behind (no ping-pong), and only a session that has
+//!   already taken
 //!   [`REBALANCE_MIN_TURNS`] turns (likely to send many more; moving a short one gains
 //!   nothing). A session whose history is still short, or whose worker already lost it, is
 //!   cheap; a long history stays. A turn pinned to such a worker is read (not streamed unread)
@@ -245,15 +247,21 @@ fn rebalance(
     if !over_share(here.turn_rate, eval.estimates.iter().map(|e| e.turn_rate)) {
         return None;
     }
+    // the copy is priced as placement prices one: its prefill, times what it delays the
+    // requests that queue behind it on a busy fleet (`fleet_cost`); and the move must cost the
+    // fleet no more than staying costs this turn (no margin: a move within a margin of staying
+    // still costs a history's re-prefill, and on open arrivals such moves were the tail)
+    let extra = copy_weight(eval);
+    let price = move |e: &Estimate| fleet_cost(e, here.own_tokens, extra);
     let fits = |e: &&Estimate| {
         let copy = (e.own_tokens - here.own_tokens).max(0.0);
         e.worker != here.worker
             && e.turn_rate + s <= here.turn_rate - s
             && overflow(e) <= 0.0
-            && copy * e.per_token_ms <= cfg.move_margin_ms
-            && cost(e) <= here.prediction.ttft_ms + cfg.move_margin_ms
+            && (1.0 + extra) * copy * e.per_token_ms <= cfg.move_margin_ms
+            && price(e) <= here.prediction.ttft_ms
     };
-    cheapest(eval.estimates.iter().filter(fits), cost, rng).map(|e| e.worker)
+    cheapest(eval.estimates.iter().filter(fits), price, rng).map(|e| e.worker)
 }
 
 /// The share of the prompt `e`'s worker still holds (1 when the prompt is unknown).
@@ -265,4 +273,4 @@ fn held_share(eval: &Evaluation, e: &Estimate) -> f64 {
     }
 }
 
-// Tests: `sticky/tests/agentic.rs` (scripted sequences on the router).
+// Tests: `sticky/tests/agentic.rs` and `agentic_load.rs` (scripted sequences on the router).

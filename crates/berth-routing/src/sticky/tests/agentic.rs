@@ -197,9 +197,9 @@ fn a_session_its_worker_evicted_moves_on_costs_alone() {
 
 /// The turn-boundary rebalance: three sessions started on worker 0 and one on worker 1, each
 /// taking a turn every second. Once their turn rates are known, worker 0 sends 3 of the 4
-/// turns a second: a session whose history is short moves (its copy costs about 100 ms of
-/// prefill, under the 200 ms margin), the long ones stay; after one move the workers are even
-/// and nothing else moves. Turns pinned to the over-share worker are read, not streamed unread.
+/// turns a second, and once it is behind, a session whose history is short moves (its copy
+/// costs about 130 ms of prefill, under the 200 ms margin, and less than worker 0's queue), the
+/// long ones stay; after one move the workers are even and nothing else moves. Turns pinned to the over-share worker are read, not streamed unread.
 #[test]
 fn a_cheap_session_leaves_a_worker_over_its_share_of_turns_and_a_long_one_stays() {
     let f = Fleet::new(2);
@@ -261,7 +261,11 @@ fn a_cheap_session_leaves_a_worker_over_its_share_of_turns_and_a_long_one_stays(
     // long now: the over-share worker's turns are read, the other's still stream unread
     assert_eq!(body_path(&r, "short-b", 9), BodyPath::Buffered("ttft_text"));
     assert_eq!(body_path(&r, "d", 9), BodyPath::Streamed("ttft_pinned"));
+    // and worker 0 is behind (two 1000-token prefills queued: 200 ms): the move costs the
+    // fleet less than staying costs this turn
+    let behind = queue_on(&r, &snap, 0, 2, "behind");
     let ninth = round(&r, 9, false, &mut rng);
+    drop(behind);
     assert_eq!(
         ninth,
         [

@@ -119,3 +119,55 @@ fn before_turn_rates_are_known_a_new_session_goes_where_fewer_sessions_live() {
         assert_eq!(d.worker, WorkerId(1), "seed {seed}");
     }
 }
+
+/// The turn-boundary rebalance (session 6): a session of a worker over its share of turns moves
+/// only when that costs the fleet no more than staying costs this turn, its copy priced by the
+/// load as placement prices one. Three sessions on worker 0 and one on worker 1 take a turn
+/// every second; after eight turns worker 0 sends three of the four turns a second, and session
+/// "short"'s history (1300 tokens: 130 ms of prefill) is the cheap one to move.
+///
+/// - Every queue empty: staying costs 15 ms, moving 145 ms plus the copy's delay to others.
+///   It stays (the rule before moved it: the copy was under the 200 ms margin and the move
+///   within the margin of staying; on the open-arrivals trace such moves were 22-46 a run, and
+///   the cache they cost was the run's TTFT tail).
+/// - 1000-token prefills queued on worker 0 (sent at 1 s, so by 9 s the first is done): 2000
+///   tokens left there, worker 1 idle. Staying costs 215 ms, moving 145 ms plus a copy priced
+///   at a light load (the sessions' turns: load 0.07). It moves.
+/// - 4000 tokens left on 0 and 2000 on 1 (every worker busy: the shorter queue is about five
+///   typical turns long, load at its cap of 0.8): staying costs 415 ms, moving 345 ms plus the
+///   130 ms copy counted 5 times. It stays (unpriced, 345 ms was within the margin of staying
+///   and the copy under it: it moved).
+#[test]
+fn a_rebalance_move_costs_the_fleet_no_more_than_staying() {
+    let scenario = |on_0: usize, on_1: usize| {
+        let f = roomy(2);
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let mut rng = Rng::seeded(11);
+        let mut sessions: Vec<(&str, u32, String)> = vec![
+            ("long-a", 0, fresh("long session a", 5000)),
+            ("short", 0, fresh("short session", 900)),
+            ("long-c", 0, fresh("long session c", 5000)),
+            ("d", 1, fresh("session d", 900)),
+        ];
+        for secs in 1..=8 {
+            let now = Duration::from_secs(secs);
+            for (key, w, text) in &mut sessions {
+                text.push_str(&fresh(&format!("{key} turn {secs}"), 50));
+                let exclude = all_but(WorkerId(*w), 2);
+                let mut d = route(&r, &snap, Some(key), text, &exclude, now, &mut rng);
+                d.lease.first_byte(now, false);
+            }
+        }
+        let now = Duration::from_secs(9);
+        let _q0 = queue_on(&r, &snap, 0, on_0, "zero");
+        let _q1 = queue_on(&r, &snap, 1, on_1, "one");
+        let text = &mut sessions[1].2;
+        text.push_str(&fresh("short turn 9", 50));
+        let d = route(&r, &snap, Some("short"), text, &[], now, &mut rng);
+        (d.worker, d.branch.unwrap())
+    };
+    assert_eq!(scenario(0, 0), (WorkerId(0), Branch::OccupiedHit), "quiet");
+    assert_eq!(scenario(3, 0), (WorkerId(1), Branch::TtftMove), "behind");
+    assert_eq!(scenario(5, 3), (WorkerId(0), Branch::OccupiedHit), "busy");
+}

@@ -13,7 +13,7 @@ use http::header::{CONNECTION, CONTENT_LENGTH, DATE, EXPECT, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, Version};
 
 use crate::upstream::h1::{
-    BodyFraming, Span, header_spans, itoa, keep_spans, parse_length, take_spans,
+    BodyFraming, FramingHeaders, Span, header_spans, itoa, keep_spans, parse_length, take_spans,
 };
 
 /// Headers a request head may have (more: 431).
@@ -95,31 +95,13 @@ fn request_head(
         .map_err(|e| HeadError::Bad(format!("invalid request target: {e}")))?;
     debug_assert!(headers.is_empty());
     headers.reserve(spans.len());
-    let mut length: Option<u64> = None;
-    let mut chunked = None;
-    let mut keep_alive = version == Version::HTTP_11;
+    let mut framing_headers = FramingHeaders::new(version);
     let mut expect_continue = false;
     for &[ns, ne, vs, ve] in spans {
         let name = header_name(&head[ns..ne]).map_err(|e| HeadError::Bad(e.to_string()))?;
         let raw = &head[vs..ve];
-        if name == CONTENT_LENGTH {
-            let n = parse_length(raw).ok_or_else(|| bad("content-length"))?;
-            if length.is_some_and(|l| l != n) {
-                return Err(bad("content-length"));
-            }
-            length = Some(n);
-        } else if name == TRANSFER_ENCODING {
-            chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
-        } else if name == CONNECTION {
-            for token in raw.split(|b| *b == b',') {
-                let token = token.trim_ascii();
-                if token.eq_ignore_ascii_case(b"close") {
-                    keep_alive = false;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") && version == Version::HTTP_10 {
-                    keep_alive = true;
-                }
-            }
-        } else if name == EXPECT {
+        let framing = framing_headers.see(&name, raw).map_err(bad)?;
+        if !framing && name == EXPECT {
             expect_continue = version == Version::HTTP_11
                 && raw.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         }
@@ -127,6 +109,12 @@ fn request_head(
             .map_err(|e| HeadError::Bad(e.to_string()))?;
         headers.append(name, value);
     }
+    let FramingHeaders {
+        length,
+        chunked,
+        keep_alive,
+        ..
+    } = framing_headers;
     // a body whose framing is not certain cannot be read safely (request smuggling): refused
     let body = match (chunked, length) {
         (Some(_), Some(_)) => {
@@ -165,13 +153,6 @@ fn header_name(raw: &[u8]) -> Result<HeaderName, http::header::InvalidHeaderName
 
 fn bad(what: &str) -> HeadError {
     HeadError::Bad(format!("invalid {what}"))
-}
-
-fn last_token(v: &[u8]) -> &[u8] {
-    v.rsplit(|b| *b == b',')
-        .next()
-        .unwrap_or_default()
-        .trim_ascii()
 }
 
 /// How a response body goes out.

@@ -239,36 +239,21 @@ fn response_head(
 ) -> Result<Parsed, H1Error> {
     let count = spans.len();
     let mut headers = HeaderMap::with_capacity(count);
-    let mut length: Option<u64> = None;
-    let mut chunked = None;
-    let mut close = version == Version::HTTP_10;
+    let mut framing_headers = FramingHeaders::new(version);
     for &[ns, ne, vs, ve] in spans {
         let name =
             HeaderName::from_bytes(&head[ns..ne]).map_err(|e| H1Error::Head(e.to_string()))?;
-        let raw = &head[vs..ve];
-        if name == CONTENT_LENGTH {
-            let n = parse_length(raw).ok_or_else(|| bad("content-length"))?;
-            if length.is_some_and(|l| l != n) {
-                return Err(bad("content-length"));
-            }
-            length = Some(n);
-        } else if name == TRANSFER_ENCODING {
-            // the last coding decides: chunked, or the body runs to the connection's end
-            chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
-        } else if name == CONNECTION {
-            for token in raw.split(|b| *b == b',') {
-                let token = token.trim_ascii();
-                if token.eq_ignore_ascii_case(b"close") {
-                    close = true;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") && version == Version::HTTP_10 {
-                    close = false;
-                }
-            }
-        }
+        framing_headers.see(&name, &head[vs..ve]).map_err(bad)?;
         let value = HeaderValue::from_maybe_shared(head.slice(vs..ve))
             .map_err(|e| H1Error::Head(e.to_string()))?;
         headers.append(name, value);
     }
+    let FramingHeaders {
+        length,
+        chunked,
+        keep_alive,
+        ..
+    } = framing_headers;
     let framing = if *method == Method::HEAD
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED
@@ -284,7 +269,7 @@ fn response_head(
     };
     // a chunked body with a length as well was tampered with somewhere: not reused after
     let keep_alive =
-        !close && framing != BodyFraming::Close && !(chunked.is_some() && length.is_some());
+        keep_alive && framing != BodyFraming::Close && !(chunked.is_some() && length.is_some());
     Ok(Parsed::Head(ResponseHead {
         status,
         version,
@@ -329,6 +314,60 @@ pub(crate) fn header_spans<'a>(
 
 fn bad(what: &str) -> H1Error {
     H1Error::Head(format!("invalid {what}"))
+}
+
+/// What a message's framing headers say (`Content-Length`, `Transfer-Encoding`, `Connection`),
+/// read header by header: the request heads of the client side and the response heads of the
+/// worker side are read by the same rules.
+#[derive(Debug)]
+pub(crate) struct FramingHeaders {
+    version: Version,
+    /// The body's length; two that differ are refused.
+    pub(crate) length: Option<u64>,
+    /// Whether the last transfer coding is `chunked` (`None`: no `Transfer-Encoding`).
+    pub(crate) chunked: Option<bool>,
+    /// The connection may carry another message: HTTP/1.1 unless `Connection: close`, HTTP/1.0
+    /// only with `Connection: keep-alive`.
+    pub(crate) keep_alive: bool,
+}
+
+impl FramingHeaders {
+    pub(crate) fn new(version: Version) -> Self {
+        Self {
+            version,
+            length: None,
+            chunked: None,
+            keep_alive: version == Version::HTTP_11,
+        }
+    }
+
+    /// Reads one header: `Ok(true)` when it was a framing header, `Err` with what is invalid.
+    pub(crate) fn see(&mut self, name: &HeaderName, raw: &[u8]) -> Result<bool, &'static str> {
+        if name == CONTENT_LENGTH {
+            let n = parse_length(raw).ok_or("content-length")?;
+            if self.length.is_some_and(|l| l != n) {
+                return Err("content-length");
+            }
+            self.length = Some(n);
+        } else if name == TRANSFER_ENCODING {
+            // the last coding decides: chunked, or (a response) the body runs to the end
+            self.chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
+        } else if name == CONNECTION {
+            for token in raw.split(|b| *b == b',') {
+                let token = token.trim_ascii();
+                if token.eq_ignore_ascii_case(b"close") {
+                    self.keep_alive = false;
+                } else if token.eq_ignore_ascii_case(b"keep-alive")
+                    && self.version == Version::HTTP_10
+                {
+                    self.keep_alive = true;
+                }
+            }
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
+    }
 }
 
 fn last_token(v: &[u8]) -> &[u8] {

@@ -31,7 +31,8 @@ pub(crate) use conn::{H1Conn, put_hex};
 pub(crate) use decode::{Decoder, Step};
 pub(crate) use exchange::{GiveBack, RespBody, send};
 pub(crate) use head::{
-    BodyFraming, ReqHead, Span, header_spans, itoa, keep_spans, parse_length, take_spans,
+    BodyFraming, FramingHeaders, ReqHead, Span, header_spans, itoa, keep_spans, parse_length,
+    take_spans,
 };
 
 /// Why an exchange or a response body failed.

@@ -10,7 +10,7 @@ use http_body::Body;
 use tokio::io::AsyncWrite;
 
 use super::head::Out;
-use crate::upstream::h1::put_hex;
+use crate::upstream::h1::put_chunk;
 
 /// Body bytes gathered before they are written.
 const WRITE_BATCH: usize = 64 * 1024;
@@ -149,10 +149,7 @@ impl Sending {
                 out.extend_from_slice(data);
             }
             Out::Chunked => {
-                put_hex(out, data.len());
-                out.extend_from_slice(b"\r\n");
-                out.extend_from_slice(data);
-                out.extend_from_slice(b"\r\n");
+                put_chunk(out, data);
             }
             Out::Close => out.extend_from_slice(data),
         }

@@ -157,10 +157,7 @@ where
                 out.extend_from_slice(data);
             }
             ReqFraming::Chunked => {
-                put_hex(out, data.len());
-                out.extend_from_slice(b"\r\n");
-                out.extend_from_slice(data);
-                out.extend_from_slice(b"\r\n");
+                put_chunk(out, data);
             }
         }
         Ok(())
@@ -180,7 +177,15 @@ where
 }
 
 /// Appends `n` in hex (a chunk size).
-pub(crate) fn put_hex(out: &mut Vec<u8>, n: usize) {
+/// One chunk of a chunked body: its size in hex, CRLF, the data, CRLF.
+pub(crate) fn put_chunk(out: &mut Vec<u8>, data: &[u8]) {
+    put_hex(out, data.len());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn put_hex(out: &mut Vec<u8>, n: usize) {
     let digits = (usize::BITS - n.leading_zeros()).div_ceil(4).max(1);
     for i in (0..digits).rev() {
         out.push(b"0123456789abcdef"[(n >> (i * 4)) & 0xf]);

@@ -27,7 +27,7 @@ mod decode;
 mod exchange;
 mod head;
 
-pub(crate) use conn::{H1Conn, put_hex};
+pub(crate) use conn::{H1Conn, put_chunk};
 pub(crate) use decode::{Decoder, Step};
 pub(crate) use exchange::{GiveBack, RespBody, send};
 pub(crate) use head::{

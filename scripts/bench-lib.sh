@@ -50,21 +50,30 @@ end
 LUA
 }
 
+nginx_main() { # dir extra: what both nginx configs below start with, up to inside `http {`
+    # (one worker process in the foreground, files under dir, no access log, keep-alive for the
+    # whole run); extra: more main-context directives
+    cat <<CONF
+worker_processes 1;
+daemon off;
+$2
+pid $1/nginx.pid;
+error_log $1/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $1;
+    keepalive_requests 1000000;
+CONF
+}
+
 static_workers() { # dir port...: one nginx answering a fixed chat JSON on each port (trivial "workers")
     local dir=$1 p listen
     shift
     mkdir -p "$dir"
     listen=$(for p in "$@"; do printf 'listen 127.0.0.1:%s;\n' "$p"; done)
     cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $dir;
-    keepalive_requests 1000000;
+$(nginx_main "$dir" "")
     server {
         $listen
         default_type application/json;
@@ -86,17 +95,8 @@ nginx_proxy_conf() { # file dir port worker_port...: the nginx proxy bench-vs-ng
     shift 3
     servers=$(for p in "$@"; do printf 'server 127.0.0.1:%s;\n' "$p"; done)
     cat >"$file" <<CONF
-worker_processes 1;
-daemon off;
-${NGINX_EXTRA:-}
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $dir;
+$(nginx_main "$dir" "${NGINX_EXTRA:-}")
     proxy_temp_path $dir;
-    keepalive_requests 1000000;
     upstream workers {
         hash \$http_x_smg_routing_key consistent;
         $servers

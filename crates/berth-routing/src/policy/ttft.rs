@@ -118,6 +118,9 @@ pub(crate) struct Evaluation {
     /// `agentic`: the request's session's turns per second and the turns it took before this
     /// one (zeros for a new or keyless one).
     pub(crate) session_rate: (f64, u32),
+    /// `agentic`: the turns the request's session is expected to send after this one (the
+    /// ledger's expected turns per session less one; 0 for a keyless request or `ttft_aware`).
+    pub(crate) future_turns: f64,
     /// `agentic`: what one typical turn's prefill takes, ms (the fleet's base cost plus its
     /// per-token cost times the candidates' mean uncached tokens per placement; 0 for
     /// `ttft_aware`).
@@ -142,6 +145,20 @@ impl Evaluation {
             ..*self
         }
     }
+}
+
+/// What the session ledger says for one request (`TtftAware::ledger_view`).
+#[derive(Debug, Default)]
+struct LedgerView {
+    /// Per candidate, the tokens its live sessions hold, the turns per second they send and
+    /// how many they are.
+    sets: Vec<(f64, f64, u32)>,
+    /// The request's session's turns per second and turns taken ((0, 0): new or keyless).
+    session_rate: (f64, u32),
+    /// The turns a keyed request's session is expected to send after this one (0: keyless).
+    future_turns: f64,
+    /// The typical continuing turn's uncached tokens the engines reported, if any.
+    turn_tokens: Option<f64>,
 }
 
 /// The policy: the prefix index per model and the settings.
@@ -187,25 +204,34 @@ impl TtftAware {
             .map(|l| l.lock().unwrap_or_else(PoisonError::into_inner).stats())
     }
 
-    /// Per candidate, the tokens its live sessions hold, the turns per second they send and
-    /// how many they are, and the turns per second of the session `key` (zeros without a
-    /// ledger).
-    #[allow(clippy::type_complexity)]
-    fn working_sets(
-        &self,
-        cands: &[WorkerId],
-        key: Option<u128>,
-    ) -> (Vec<(f64, f64, u32)>, (f64, u32)) {
-        match &self.ledger {
-            Some(l) => {
-                let l = l.lock().unwrap_or_else(PoisonError::into_inner);
-                let sets = cands
-                    .iter()
-                    .map(|w| (l.working_set(*w) as f64, l.turn_rate(*w), l.sessions_on(*w)))
-                    .collect();
-                (sets, key.map_or((0.0, 0), |k| l.session_rate(k)))
-            }
-            None => (vec![(0.0, 0.0, 0); cands.len()], (0.0, 0)),
+    /// What the session ledger says for one request (`LedgerView::default()` without one).
+    fn ledger_view(&self, cands: &[WorkerId], key: Option<u128>) -> LedgerView {
+        let Some(l) = &self.ledger else {
+            return LedgerView {
+                sets: vec![(0.0, 0.0, 0); cands.len()],
+                ..LedgerView::default()
+            };
+        };
+        let l = l.lock().unwrap_or_else(PoisonError::into_inner);
+        LedgerView {
+            sets: cands
+                .iter()
+                .map(|w| (l.working_set(*w) as f64, l.turn_rate(*w), l.sessions_on(*w)))
+                .collect(),
+            session_rate: key.map_or((0.0, 0), |k| l.session_rate(k)),
+            future_turns: key.map_or(0.0, |_| l.expected_turns() - 1.0),
+            turn_tokens: l.turn_tokens(),
+        }
+    }
+
+    /// `agentic`: an engine reported `prompt` tokens of which `cached` were cached for a turn
+    /// of a pinned session that streamed unread (a continuing turn): the typical continuing
+    /// turn learns from it (`ledger.rs`).
+    pub(crate) fn observe_continuing_turn(&self, prompt: u64, cached: u64) {
+        if let Some(l) = &self.ledger {
+            l.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .observe_turn(prompt.saturating_sub(cached) as f64);
         }
     }
 
@@ -318,19 +344,25 @@ impl TtftAware {
             (Some(_), Some(k)) => Some(ledger::session_key(k, req.model)),
             _ => None,
         };
-        let (sets, session_rate) = self.working_sets(cands, session);
-        let turn_ms = match &self.ledger {
-            Some(_) => {
-                let own: Vec<f64> = cands
-                    .iter()
-                    .filter_map(|w| snap.stats(*w))
-                    .map(|s| self.state(s).mean_own_tokens())
-                    .collect();
-                let mean = own.iter().sum::<f64>() / own.len().max(1) as f64;
-                fleet.base_ms + fleet.per_token_ms * mean
-            }
-            None => 0.0,
-        };
+        let view = self.ledger_view(cands, session);
+        // `agentic`'s typical turn: the continuing turn the engines reported, else the
+        // candidates' mean uncached tokens of placements with text
+        let typical = view.turn_tokens.or_else(|| {
+            self.ledger.as_ref()?;
+            let own: Vec<f64> = cands
+                .iter()
+                .filter_map(|w| snap.stats(*w))
+                .filter_map(|s| self.state(s).typical_own_tokens())
+                .collect();
+            Some(own.iter().sum::<f64>() / own.len().max(1) as f64)
+        });
+        let turn_ms = typical.map_or(0.0, |t| fleet.base_ms + fleet.per_token_ms * t);
+        let LedgerView {
+            sets,
+            session_rate,
+            future_turns,
+            turn_tokens,
+        } = view;
         let estimates = cands
             .iter()
             .zip(matched)
@@ -356,7 +388,8 @@ impl TtftAware {
                 };
                 let own = match &text {
                     Some(_) => (prompt - m as f64 / per).max(0.0),
-                    None => self.state(stats).mean_own_tokens(),
+                    // an unread turn: a continuing turn's size when the engines told it
+                    None => turn_tokens.unwrap_or_else(|| self.state(stats).mean_own_tokens()),
                 };
                 let prediction = self
                     .state(stats)
@@ -381,6 +414,7 @@ impl TtftAware {
             prompt_tokens: prompt,
             common_tokens: common.min(prompt),
             session_rate,
+            future_turns,
             turn_ms,
             estimates,
         }

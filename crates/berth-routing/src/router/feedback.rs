@@ -25,6 +25,16 @@ impl Router {
         report: Report,
         snap: &WorkerSnapshot,
     ) -> Option<Observation> {
+        // `agentic` sizes its typical turn by the continuing turns the engines report: a
+        // pinned session's turn without the index's prediction streamed unread
+        if let (None, Some(_), Some(prompt), Some(t)) = (
+            &ticket.expectation,
+            ticket.session,
+            report.prompt_tokens,
+            self.policy.ttft(),
+        ) {
+            t.observe_continuing_turn(prompt, report.cached_tokens);
+        }
         self.feedback.observe(&self.policy, ticket, report, snap)
     }
 

@@ -33,18 +33,35 @@
 //! workers holding its prefix unless those fall clearly behind, and a pinned session stops
 //! moving for a queue that its own re-prefill would only shift.
 //!
-//! - **New sessions and keyless requests** go, among the candidates whose `fleet_cost` is
-//!   within one typical turn's prefill of the least (`Evaluation::turn_ms`; at least 1 ms or
-//!   1%), to the one whose live sessions send the fewest turns per second (the ledger's turn
-//!   rates, within [`RATE_TIE`]), of those to the one carrying the fewest live sessions, and
-//!   of those to the least `fleet_cost`; near-ties (1 ms or 1%) to the least working set (the
-//!   most free KV), then at random. The queue a worker shows now says little about the next
-//!   second when its sessions are in a pause between turns; their turn rate says what they will
-//!   send, and a worker one turn behind now with fewer sessions sending is ahead within a turn.
-//!   Until rates are known (a burst of first turns) the number of live sessions stands in for
-//!   them. There is no "holder wins" rule: holding the prompt counts only as the prefill it
-//!   saves (times the load's weight), and a holder's saving of more than a turn's prefill keeps
-//!   it out of reach of the band.
+//! - **New sessions and keyless requests** are priced over the session's life (session 7):
+//!
+//!   ```text
+//!   life(w)  = future_turns x turn_ms x rho(w) / (1 - min(rho(w), LOAD_MAX))
+//!   rho(w)   = load x share(w)
+//!   price(w) = fleet_cost(w) + life(w)
+//!   ```
+//!
+//!   with `future_turns` the turns a session is expected to send after this one (the ledger's
+//!   expected turns less one; 0 for a keyless request), `turn_ms` one typical turn's prefill
+//!   (below) and `share(w)` `w`'s share of the fleet's coming turns (its live sessions' turn
+//!   rate over the candidates' mean; its live sessions over their mean until a rate is known).
+//!   Each coming turn of the session waits behind the turns `w`'s live sessions send, so a
+//!   holder of the prompt that carries most of the fleet's sessions loses a long session to a
+//!   worker with few, once the waits outweigh the copy; a short one, or a keyless request,
+//!   stays with the holder. Then, among the candidates within one typical turn's prefill of
+//!   the least price (`Evaluation::turn_ms`; at least 1 ms or 1%) that hold as much of the
+//!   prompt as a cheapest one does (the band buys balance, not copies: a copy must pay for
+//!   itself in the price), to the one whose live sessions send the fewest turns per second
+//!   (the ledger's turn rates, within [`RATE_TIE`]), of those to the one carrying the fewest
+//!   live sessions, and of those to the least price; near-ties (1 ms or 1%) to the least
+//!   working set (the most free KV), then at random. The queue a worker shows now says little
+//!   about the next second when its sessions are in a pause between turns; their turn rate
+//!   says what they will send.
+//! - **The typical turn** is a continuing turn's: the uncached tokens the engines report for
+//!   pinned turns that streamed unread (the ledger's typical continuing turn; most of an
+//!   agentic fleet's turns), which is also what an unread turn counts for in a queue; until a
+//!   report came (or with `--cache-feedback off`), the candidates' mean uncached tokens of
+//!   placements with text, unbiased from its first sample.
 //! - **A pinned session moves** only when staying is clearly worse than re-prefilling its whole
 //!   history on the best other worker *and* the eviction that copy causes there:
 //!   `TTFT(pinned) > factor x fleet_cost(other) + move_margin_ms` (`fleet_cost(other)` holds
@@ -184,9 +201,48 @@ pub(crate) fn copy_weight(eval: &Evaluation) -> f64 {
     rho / (1.0 - rho)
 }
 
-/// Where a request without a pin goes: among the candidates within one typical turn's prefill
-/// of the least cost, to the one whose live sessions send the fewest turns (module docs,
-/// "Placement"); the cheapest of those.
+/// Each candidate's share of the fleet's coming turns: its live sessions' turn rate over the
+/// candidates' mean, or, while no rate is known (a burst of first turns), its live sessions
+/// over their mean; all 0 on an empty fleet.
+fn traffic_shares(eval: &Evaluation) -> Vec<f64> {
+    let n = eval.estimates.len().max(1) as f64;
+    let rates: f64 = eval.estimates.iter().map(|e| e.turn_rate).sum();
+    let sessions: f64 = eval.estimates.iter().map(|e| f64::from(e.sessions)).sum();
+    eval.estimates
+        .iter()
+        .map(|e| {
+            if rates > 0.0 {
+                e.turn_rate / (rates / n)
+            } else if sessions > 0.0 {
+                f64::from(e.sessions) / (sessions / n)
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// What a new session's life costs it on each candidate beyond this turn, ms (module docs,
+/// "Placement"): its `future_turns` turns each wait behind the turns the worker's live
+/// sessions send, `turn_ms x rho / (1 - rho)` with `rho` the fleet's [`load`] times the
+/// worker's share of the fleet's turns ([`traffic_shares`]), at most [`LOAD_MAX`] in the
+/// denominator. 0 for a request without a session.
+pub(crate) fn life_costs(eval: &Evaluation) -> Vec<f64> {
+    let rho = load(eval);
+    let turns = eval.future_turns.max(0.0);
+    traffic_shares(eval)
+        .into_iter()
+        .map(|share| {
+            let r = rho * share;
+            turns * eval.turn_ms * r / (1.0 - r.min(LOAD_MAX))
+        })
+        .collect()
+}
+
+/// Where a request without a pin goes (module docs, "Placement"): among the candidates within
+/// one typical turn's prefill of the least cost over the session's life that hold as much of
+/// the prompt as the cheapest one, to the one whose live sessions send the fewest turns; the
+/// cheapest of those.
 pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
     let extra = copy_weight(eval);
     let floor = eval
@@ -194,13 +250,30 @@ pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
         .iter()
         .map(|e| e.own_tokens)
         .min_by(f64::total_cmp)?;
-    let price = move |e: &Estimate| fleet_cost(e, floor, extra);
+    let life = life_costs(eval);
+    let life_of = |e: &Estimate| {
+        eval.estimates
+            .iter()
+            .position(|x| x.worker == e.worker)
+            .map_or(0.0, |i| life[i])
+    };
+    let price = move |e: &Estimate| fleet_cost(e, floor, extra) + life_of(e);
     let best = eval.estimates.iter().map(price).min_by(f64::total_cmp)?;
-    let band = TIE_MS.max(best * TIE_REL).max(eval.turn_ms);
+    let tie = TIE_MS.max(best * TIE_REL);
+    // the band buys balance, not copies: only a candidate holding as much of the prompt as a
+    // cheapest one does may win by its turn rate (a copy must pay for itself in the price)
+    let held = eval
+        .estimates
+        .iter()
+        .filter(|e| price(e) <= best + tie)
+        .map(|e| e.own_tokens)
+        .min_by(f64::total_cmp)?;
+    let holds = move |e: &Estimate| e.per_token_ms * (e.own_tokens - held) <= tie;
+    let band = tie.max(eval.turn_ms);
     let close = || {
         eval.estimates
             .iter()
-            .filter(move |e| price(e) <= best + band)
+            .filter(move |e| price(e) <= best + band && holds(e))
     };
     let least = close().map(|e| e.turn_rate).min_by(f64::total_cmp)?;
     let calm = move |e: &&Estimate| e.turn_rate <= least * (1.0 + RATE_TIE) + f64::EPSILON;

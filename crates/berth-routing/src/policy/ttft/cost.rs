@@ -195,6 +195,9 @@ struct Inner {
     /// Weighted mean of own uncached tokens of the requests placed with text, for requests
     /// routed without their body.
     mean_own_tokens: f64,
+    /// The total weight `mean_own_tokens`'s samples carry (`1 - (1 - LEARN_RATE)^n` after `n`:
+    /// the mean starts at 0, so divided by this it is unbiased from its first sample).
+    own_weight: f64,
 }
 
 impl Default for Inner {
@@ -205,6 +208,7 @@ impl Default for Inner {
             means: Means::default(),
             last_first_byte_ms: f64::NEG_INFINITY,
             mean_own_tokens: 0.0,
+            own_weight: 0.0,
         }
     }
 }
@@ -274,6 +278,13 @@ impl TtftStats {
         self.lock().mean_own_tokens
     }
 
+    /// Mean own uncached tokens of recent placements with text, unbiased by the mean's start
+    /// at 0 (`None` before the first).
+    pub(crate) fn typical_own_tokens(&self) -> Option<f64> {
+        let inner = self.lock();
+        (inner.own_weight > 0.0).then(|| inner.mean_own_tokens / inner.own_weight)
+    }
+
     /// Predicts a request with `own_tokens` uncached tokens on this worker at `now_ms`, with
     /// `in_flight` requests of this gateway on it.
     pub(crate) fn predict(
@@ -317,6 +328,7 @@ impl TtftStats {
         let id = inner.next_id;
         if with_text {
             inner.mean_own_tokens += LEARN_RATE * (own_tokens - inner.mean_own_tokens);
+            inner.own_weight += LEARN_RATE * (1.0 - inner.own_weight);
         }
         let horizon = predicted.ttft_ms.max(1.0);
         inner.pending.push(

@@ -19,6 +19,18 @@
 //! its live sessions: the share of the fleet's turns the worker can expect, what `agentic`'s
 //! turn-boundary rebalance reads (`agentic.rs`).
 //!
+//! And it keeps how many turns a session takes (*expected turns*, what placement weighs a new
+//! session's life by, `agentic.rs`): the exponentially weighted mean of the turns of the
+//! sessions that ended (went idle for the live window), or the mean turns the live sessions
+//! have taken so far when that is more (sessions that end first are the short ones, so the
+//! mean of ended sessions runs low while a trace is young; the live sessions' count so far is
+//! a lower bound of their length).
+//!
+//! And the *typical continuing turn*: the exponentially weighted mean of the uncached tokens
+//! the engines reported for turns of pinned sessions that streamed unread (a session's next
+//! turn on the worker that holds its history: what most of an agentic fleet's turns are, and
+//! what the gateway cannot size itself since it does not read them).
+//!
 //! Bounded: at most [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
 //! expiry queue at most [`QUEUE_PER_SESSION`] entries per session (a session is queued again
 //! only after a quarter of the live window). Pure: times are milliseconds the caller passes.
@@ -92,6 +104,12 @@ pub(crate) struct Ledger {
     expiry: VecDeque<(u128, u64)>,
     /// The typical gap between a session's turns, ms (none seen yet: `None`).
     gap_ms: Option<f64>,
+    /// The typical turns of a session that ended (none ended yet: `None`).
+    ended_turns: Option<f64>,
+    /// Turns taken so far by the live sessions, summed.
+    live_turns: u64,
+    /// The typical continuing turn's uncached tokens (none reported yet: `None`).
+    turn_tokens: Option<f64>,
     dropped_full: u64,
 }
 
@@ -117,6 +135,30 @@ impl Ledger {
         self.sessions
             .get(&key)
             .map_or((0.0, 0), |s| (s.rate, s.turns))
+    }
+
+    /// How many turns a session takes, at least 1 (module docs).
+    pub(crate) fn expected_turns(&self) -> f64 {
+        let live = match self.sessions.len() {
+            0 => 0.0,
+            n => self.live_turns as f64 / n as f64,
+        };
+        self.ended_turns.unwrap_or(0.0).max(live).max(1.0)
+    }
+
+    /// An engine reported `uncached` tokens for a continuing turn (module docs).
+    pub(crate) fn observe_turn(&mut self, uncached: f64) {
+        if uncached.is_finite() && uncached >= 0.0 {
+            let m = self
+                .turn_tokens
+                .map_or(uncached, |m| m + GAP_RATE * (uncached - m));
+            self.turn_tokens = Some(m);
+        }
+    }
+
+    /// The typical continuing turn's uncached tokens, once an engine reported one.
+    pub(crate) fn turn_tokens(&self) -> Option<f64> {
+        self.turn_tokens
     }
 
     fn add_rate(&mut self, w: WorkerId, rate: f64) {
@@ -168,10 +210,17 @@ impl Ledger {
         }
     }
 
-    fn forget(&mut self, key: u128) {
+    /// Drops session `key`; `ended` when it went idle (its turns then count in the typical
+    /// session's length), not when the ledger was full.
+    fn forget(&mut self, key: u128, ended: bool) {
         if let Some(s) = self.sessions.remove(&key) {
             self.sub(s.worker, s.tokens);
             self.sub_rate(s.worker, s.rate);
+            self.live_turns = self.live_turns.saturating_sub(u64::from(s.turns));
+            if ended {
+                let t = f64::from(s.turns);
+                self.ended_turns = Some(self.ended_turns.map_or(t, |m| m + GAP_RATE * (t - m)));
+            }
         }
     }
 
@@ -194,7 +243,7 @@ impl Ledger {
                 continue; // a stale entry: the session was queued again or forgotten
             };
             if now.saturating_sub(s.last_used) >= window {
-                self.forget(key);
+                self.forget(key, true);
             } else {
                 // used since it was queued without being queued again: due from its last use
                 s.queued_at = s.last_used;
@@ -239,6 +288,7 @@ impl Ledger {
         self.add(w, tokens);
         let rate = self.rate_of(session_gap);
         self.add_rate(w, rate);
+        self.live_turns += 1;
         let window = self.live_window_ms();
         let requeue = prev.is_none_or(|p| now.saturating_sub(p.queued_at) >= window / 4);
         let queued_at = if requeue {
@@ -264,7 +314,7 @@ impl Ledger {
             if self.expiry.len() > QUEUE_PER_SESSION * MAX_SESSIONS {
                 // never reached with the requeue period; a hard bound all the same
                 if let Some((k, _)) = self.expiry.pop_front() {
-                    self.forget(k);
+                    self.forget(k, false);
                 }
             }
         }
@@ -274,7 +324,7 @@ impl Ledger {
     fn drop_oldest(&mut self) {
         while let Some((key, at)) = self.expiry.pop_front() {
             if self.sessions.get(&key).is_some_and(|s| s.queued_at == at) {
-                self.forget(key);
+                self.forget(key, false);
                 self.dropped_full += 1;
                 return;
             }

@@ -129,3 +129,47 @@ fn the_ledger_is_bounded() {
     // the oldest went first
     assert!(!l.sessions.contains_key(&0) && l.sessions.contains_key(&10));
 }
+
+#[test]
+fn a_session_is_expected_to_take_as_many_turns_as_the_ended_ones_took_or_the_live_ones_so_far() {
+    let mut l = Ledger::default();
+    assert_eq!(l.expected_turns(), 1.0, "nothing seen: one turn");
+    // two live sessions: 3 and 1 turns so far (at 0, 1000, 2000 ms and at 0)
+    for t in [0, 1000, 2000] {
+        l.record(1, A, Some(100), 0, t);
+    }
+    l.record(2, B, Some(100), 0, 0);
+    assert_eq!(l.expected_turns(), 2.0, "the live sessions' mean so far");
+    // session 3 takes ten turns 1 s apart, then every session goes quiet and ends
+    for t in (0..10).map(|i| 3000 + 1000 * i) {
+        l.record(3, A, Some(100), 0, t);
+    }
+    l.expire(100_000);
+    assert_eq!(l.stats().sessions, 0);
+    // ended (in expiry order): 1 (3 turns), 2 (1 turn), 3 (10 turns), weighted 5% each after
+    // the first: 3 -> 2.9 -> 3.255
+    let ended = 3.0 + 0.05 * (1.0 - 3.0);
+    let ended = ended + 0.05 * (10.0 - ended);
+    assert!(
+        (l.expected_turns() - ended).abs() < 1e-9,
+        "{}",
+        l.expected_turns()
+    );
+    // a live session with more turns so far than that: its count is the better guess
+    for t in 0..5 {
+        l.record(4, A, Some(100), 0, 200_000 + t);
+    }
+    assert_eq!(l.expected_turns(), 5.0);
+}
+
+#[test]
+fn the_typical_continuing_turn_is_the_mean_of_the_reported_ones() {
+    let mut l = Ledger::default();
+    assert_eq!(l.turn_tokens(), None);
+    l.observe_turn(400.0);
+    assert_eq!(l.turn_tokens(), Some(400.0), "the first report sets it");
+    l.observe_turn(200.0);
+    assert_eq!(l.turn_tokens(), Some(390.0));
+    l.observe_turn(f64::NAN);
+    assert_eq!(l.turn_tokens(), Some(390.0), "nonsense is ignored");
+}

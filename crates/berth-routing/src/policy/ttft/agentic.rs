@@ -201,42 +201,38 @@ pub(crate) fn copy_weight(eval: &Evaluation) -> f64 {
     rho / (1.0 - rho)
 }
 
-/// Each candidate's share of the fleet's coming turns: its live sessions' turn rate over the
+/// A candidate's share of the fleet's coming turns: its live sessions' turn rate over the
 /// candidates' mean, or, while no rate is known (a burst of first turns), its live sessions
-/// over their mean; all 0 on an empty fleet.
-fn traffic_shares(eval: &Evaluation) -> Vec<f64> {
+/// over their mean; 0 on an empty fleet. The fleet's sums are taken once.
+fn traffic_share(eval: &Evaluation) -> impl Fn(&Estimate) -> f64 + Copy {
     let n = eval.estimates.len().max(1) as f64;
     let rates: f64 = eval.estimates.iter().map(|e| e.turn_rate).sum();
     let sessions: f64 = eval.estimates.iter().map(|e| f64::from(e.sessions)).sum();
-    eval.estimates
-        .iter()
-        .map(|e| {
-            if rates > 0.0 {
-                e.turn_rate / (rates / n)
-            } else if sessions > 0.0 {
-                f64::from(e.sessions) / (sessions / n)
-            } else {
-                0.0
-            }
-        })
-        .collect()
+    move |e: &Estimate| {
+        if rates > 0.0 {
+            e.turn_rate / (rates / n)
+        } else if sessions > 0.0 {
+            f64::from(e.sessions) / (sessions / n)
+        } else {
+            0.0
+        }
+    }
 }
 
-/// What a new session's life costs it on each candidate beyond this turn, ms (module docs,
+/// What a new session's life costs it on a candidate beyond this turn, ms (module docs,
 /// "Placement"): its `future_turns` turns each wait behind the turns the worker's live
 /// sessions send, `turn_ms x rho / (1 - rho)` with `rho` the fleet's [`load`] times the
-/// worker's share of the fleet's turns ([`traffic_shares`]), at most [`LOAD_MAX`] in the
+/// worker's share of the fleet's turns ([`traffic_share`]), at most [`LOAD_MAX`] in the
 /// denominator. 0 for a request without a session.
-pub(crate) fn life_costs(eval: &Evaluation) -> Vec<f64> {
+pub(crate) fn life_cost(eval: &Evaluation) -> impl Fn(&Estimate) -> f64 + Copy {
     let rho = load(eval);
     let turns = eval.future_turns.max(0.0);
-    traffic_shares(eval)
-        .into_iter()
-        .map(|share| {
-            let r = rho * share;
-            turns * eval.turn_ms * r / (1.0 - r.min(LOAD_MAX))
-        })
-        .collect()
+    let turn_ms = eval.turn_ms;
+    let share = traffic_share(eval);
+    move |e: &Estimate| {
+        let r = rho * share(e);
+        turns * turn_ms * r / (1.0 - r.min(LOAD_MAX))
+    }
 }
 
 /// Where a request without a pin goes (module docs, "Placement"): among the candidates within
@@ -250,14 +246,8 @@ pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
         .iter()
         .map(|e| e.own_tokens)
         .min_by(f64::total_cmp)?;
-    let life = life_costs(eval);
-    let life_of = |e: &Estimate| {
-        eval.estimates
-            .iter()
-            .position(|x| x.worker == e.worker)
-            .map_or(0.0, |i| life[i])
-    };
-    let price = move |e: &Estimate| fleet_cost(e, floor, extra) + life_of(e);
+    let life = life_cost(eval);
+    let price = move |e: &Estimate| fleet_cost(e, floor, extra) + life(e);
     let best = eval.estimates.iter().map(price).min_by(f64::total_cmp)?;
     let tie = TIE_MS.max(best * TIE_REL);
     // the band buys balance, not copies: only a candidate holding as much of the prompt as a

@@ -8,6 +8,7 @@
 use http::{HeaderMap, HeaderName, HeaderValue, header};
 
 use crate::routing::HeaderSource;
+use crate::upstream::h1::{Fields, same_name};
 
 /// The placement hint header, consumed by the gateway.
 pub(crate) const ROUTING_TOKENS: &str = "x-smg-routing-tokens";
@@ -42,48 +43,55 @@ pub(crate) fn forwarded(name: &HeaderName) -> bool {
         || name.as_str() == ROUTING_TOKENS)
 }
 
-/// Drops hop-by-hop headers from a worker's response, in place.
-pub(crate) fn strip_response_headers(headers: &mut HeaderMap) {
-    // One pass over the response's few names finds the hop-by-hop ones present; only those
-    // are removed (a `remove` of each of the nine names hashed every name, ~2% of a proxied
-    // request's instructions, for responses that carry one or none of them).
-    let mut present: [Option<HeaderName>; 9] = Default::default();
-    let mut n = 0;
-    for name in headers.keys() {
-        if hop_by_hop(name) || name == header::TRANSFER_ENCODING {
-            // each name comes once from `keys`, and there are nine such names
-            if let Some(slot) = present.get_mut(n) {
-                *slot = Some(name.clone());
-                n += 1;
-            }
+/// Drops hop-by-hop fields (and those the `Connection` field names) from a worker's response
+/// head, and its `Transfer-Encoding` (the client side frames the body).
+pub(crate) fn strip_response_fields(fields: &mut Fields) {
+    // One pass over the response's few names finds whether any is to go; most have none.
+    let mut any = false;
+    let mut listing = false;
+    for (name, value) in fields.iter() {
+        if hop_by_hop_raw(name) || same_name(name, "transfer-encoding") {
+            any = true;
+            // the common values name no header: nothing to collect
+            listing |= same_name(name, "connection")
+                && !(value.eq_ignore_ascii_case(b"keep-alive")
+                    || value.eq_ignore_ascii_case(b"close"));
         }
     }
-    if n == 0 {
+    if !any {
         return;
     }
-    for name in connection_listed(headers) {
-        headers.remove(name);
-    }
-    for name in present.into_iter().flatten() {
-        headers.remove(name);
-    }
+    let listed: Vec<Vec<u8>> = if listing {
+        fields
+            .iter()
+            .filter(|(name, _)| same_name(name, "connection"))
+            .flat_map(|(_, value)| value.split(|b| *b == b','))
+            .map(|token| token.trim_ascii().to_ascii_lowercase())
+            .filter(|token| !token.is_empty())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    fields.retain(|name, _| {
+        !(hop_by_hop_raw(name)
+            || same_name(name, "transfer-encoding")
+            || listed.iter().any(|l| name.eq_ignore_ascii_case(l)))
+    });
 }
 
-fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
-    let mut names = Vec::new();
-    for value in headers.get_all(header::CONNECTION) {
-        // the common values name no header: nothing to parse or allocate
-        let v = value.as_bytes();
-        if v.eq_ignore_ascii_case(b"keep-alive") || v.eq_ignore_ascii_case(b"close") {
-            continue;
-        }
-        for token in value.to_str().unwrap_or("").split(',') {
-            if let Ok(name) = HeaderName::from_bytes(token.trim().as_bytes()) {
-                names.push(name);
-            }
-        }
-    }
-    names
+/// [`hop_by_hop`] for a name as sent (any case).
+fn hop_by_hop_raw(name: &[u8]) -> bool {
+    const NAMES: [&str; 8] = [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "upgrade",
+    ];
+    NAMES.iter().any(|n| same_name(name, n))
 }
 
 /// The routing core's view of a request's headers.
@@ -164,35 +172,31 @@ mod tests {
 
     #[test]
     fn a_response_loses_its_hop_by_hop_headers_and_those_connection_names() {
-        let mut h = HeaderMap::new();
-        for (k, v) in [
+        let mut h = Fields::from_pairs(&[
             ("content-type", "application/json"),
-            ("connection", "x-private, upgrade"),
-            ("x-private", "1"),
+            ("Connection", "x-private, upgrade"),
+            ("X-Private", "1"),
             ("keep-alive", "timeout=5"),
             ("proxy-connection", "keep-alive"),
             ("proxy-authenticate", "Basic"),
             ("te", "trailers"),
             ("trailer", "x-a"),
             ("trailer", "x-b"),
-            ("upgrade", "h2c"),
+            ("Upgrade", "h2c"),
             ("transfer-encoding", "chunked"),
             ("x-kept", "2"),
-        ] {
-            h.append(HeaderName::from_static(k), v.parse().unwrap());
-        }
-        strip_response_headers(&mut h);
-        let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+        ]);
+        strip_response_fields(&mut h);
+        let mut left: Vec<&[u8]> = h.iter().map(|(name, _)| name).collect();
         left.sort_unstable();
-        assert_eq!(left, ["content-type", "x-kept"]);
+        assert_eq!(left, [&b"content-type"[..], b"x-kept"]);
 
         // nothing hop-by-hop: untouched
-        let mut h = HeaderMap::new();
-        h.append("content-type", "text/plain".parse().unwrap());
-        h.append("x-a", "1".parse().unwrap());
-        h.append("x-a", "2".parse().unwrap());
-        let before = h.clone();
-        strip_response_headers(&mut h);
-        assert_eq!(h, before);
+        let pairs = [("content-type", "text/plain"), ("x-a", "1"), ("x-a", "2")];
+        let mut h = Fields::from_pairs(&pairs);
+        let before = h.to_map();
+        strip_response_fields(&mut h);
+        assert_eq!(h.to_map(), before);
+        assert_eq!(h.len(), 3);
     }
 }

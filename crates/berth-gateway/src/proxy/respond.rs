@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::{Response, header};
+use http::Response;
 
 use super::chain::ChainWatch;
 use super::headers::{self, ROUTED_WORKER};
@@ -155,15 +155,19 @@ pub(crate) fn respond(
         .take_ticket()
         .filter(|_| resp.status().is_success() && state.pd.is_none())
         .map(|t| Box::new(UsageWatch::new(state, t, worker.url.clone())));
-    let (mut parts, incoming) = resp.into_parts();
-    headers::strip_response_headers(&mut parts.headers);
+    // the worker's header fields travel with its body (no header map): hop-by-hop ones are
+    // dropped here, the rest written by the client side beside the map's (the gateway's own)
+    let (mut parts, mut incoming) = resp.into_parts();
+    if let Some(fields) = incoming.fields_mut() {
+        headers::strip_response_fields(fields);
+    }
     parts
         .headers
         .insert(ROUTED_WORKER, worker.url_header.clone());
-    let event_stream = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let event_stream = incoming
+        .fields()
+        .and_then(|f| f.first("content-type"))
+        .is_some_and(|v| v.starts_with(b"text/event-stream"));
     let guard = RequestGuard {
         lease: Some(decision.lease),
         start,

@@ -9,11 +9,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use std::mem::MaybeUninit;
 
 use bytes::{Bytes, BytesMut};
-use http::header::{CONNECTION, CONTENT_LENGTH, DATE, EXPECT, TRANSFER_ENCODING};
+use http::header::EXPECT;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, Version};
 
 use crate::upstream::h1::{
-    BodyFraming, FramingHeaders, Span, header_spans, itoa, keep_spans, parse_length, take_spans,
+    BodyFraming, Fields, FramingHeaders, Span, header_spans, itoa, keep_spans, parse_length,
+    same_name, take_spans,
 };
 
 /// Headers a request head may have (more: 431).
@@ -177,46 +178,45 @@ pub(crate) struct Exchange {
     pub(crate) keep_alive: bool,
 }
 
-/// Writes the head of a response (`status`, `headers`, a body of `exact` length when known) to
-/// `out`; returns the body's framing and whether the connection stays open after it.
+/// Writes the head of a response (`status`, the worker's header fields `worker` if any, then
+/// `headers`, a body of `exact` length when known) to `out`; returns the body's framing and
+/// whether the connection stays open after it. A name in `headers` replaces the worker's
+/// fields of that name (the gateway's own `x-request-id`, `x-smg-routed-worker-id`); the
+/// worker's names are written lowercased, as a header map would.
 pub(crate) fn write_response_head(
     out: &mut Vec<u8>,
     status: StatusCode,
     headers: &HeaderMap,
+    worker: Option<&Fields>,
     exact: Option<u64>,
     ex: Exchange,
 ) -> (Out, bool) {
-    let mut keep_alive = ex.keep_alive;
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\n");
-    let mut length = None;
-    for (name, value) in headers {
-        if name == TRANSFER_ENCODING {
-            continue;
+    let mut w = HeadWriter {
+        out,
+        keep_alive: ex.keep_alive,
+        length: None,
+        dated: false,
+    };
+    for (name, value) in worker.into_iter().flat_map(Fields::iter) {
+        if !headers.keys().any(|n| same_name(name, n.as_str())) {
+            w.field(name, value, true);
         }
-        if name == CONNECTION {
-            if value
-                .as_bytes()
-                .split(|b| *b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
-            {
-                keep_alive = false;
-            }
-            continue;
-        }
-        if name == CONTENT_LENGTH {
-            // the first valid one is the body's length; more are dropped
-            match parse_length(value.as_bytes()) {
-                Some(n) if length.is_none() => length = Some(n),
-                _ => continue,
-            }
-        }
-        put_header(out, name.as_str().as_bytes(), value.as_bytes());
     }
-    if !headers.contains_key(DATE) {
+    for (name, value) in headers {
+        w.field(name.as_str().as_bytes(), value.as_bytes(), false);
+    }
+    let HeadWriter {
+        out,
+        mut keep_alive,
+        length,
+        dated,
+    } = w;
+    if !dated {
         put_date(out);
     }
     let bodiless = status.is_informational()
@@ -248,6 +248,47 @@ pub(crate) fn write_response_head(
     }
     out.extend_from_slice(b"\r\n");
     (framing, keep_alive)
+}
+
+/// A response head's header lines as they are written, and what they said.
+struct HeadWriter<'a> {
+    out: &'a mut Vec<u8>,
+    keep_alive: bool,
+    /// The first valid `Content-Length`.
+    length: Option<u64>,
+    /// A `Date` was written.
+    dated: bool,
+}
+
+impl HeadWriter<'_> {
+    /// Writes one header line (the name lowercased when `lower`), except the framing headers,
+    /// which are the writer's: `Transfer-Encoding` is dropped, `Connection` only read (for
+    /// `close`), and of several `Content-Length`s the first valid one is kept.
+    fn field(&mut self, name: &[u8], value: &[u8], lower: bool) {
+        match name.len() {
+            17 if same_name(name, "transfer-encoding") => return,
+            10 if same_name(name, "connection") => {
+                if value
+                    .split(|b| *b == b',')
+                    .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
+                {
+                    self.keep_alive = false;
+                }
+                return;
+            }
+            14 if same_name(name, "content-length") => match parse_length(value) {
+                Some(n) if self.length.is_none() => self.length = Some(n),
+                _ => return,
+            },
+            4 if same_name(name, "date") => self.dated = true,
+            _ => {}
+        }
+        let at = self.out.len();
+        put_header(self.out, name, value);
+        if lower {
+            self.out[at..at + name.len()].make_ascii_lowercase();
+        }
+    }
 }
 
 fn put_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {

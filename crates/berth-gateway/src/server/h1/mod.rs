@@ -162,16 +162,20 @@ pub(crate) async fn serve<R, W>(
         // the response
         let (mut parts, mut body) = resp.into_parts();
         let exact = body.size_hint().exact();
+        // a worker's header fields travel with its body; written, they are done with
+        let worker = body.inner_mut().and_then(|b| b.take_fields());
         let (framing, keep_alive) = write_response_head(
             &mut out.buf,
             parts.status,
             &parts.headers,
+            worker.as_ref(),
             exact,
             Exchange {
                 keep_alive: ex.keep_alive && !stopping,
                 ..ex
             },
         );
+        drop(worker);
         // the response's header map, emptied, takes the next request's headers
         let headers = std::mem::take(&mut parts.headers);
         drop(parts);
@@ -221,7 +225,8 @@ async fn refuse<W: AsyncWrite + Unpin>(io: &IoCtx, out: &mut Writer<W>, e: HeadE
         version: http::Version::HTTP_11,
         keep_alive: false,
     };
-    let (framing, _) = write_response_head(&mut out.buf, parts.status, &parts.headers, exact, ex);
+    let (framing, _) =
+        write_response_head(&mut out.buf, parts.status, &parts.headers, None, exact, ex);
     let mut sending = Sending::new(framing);
     let _ = poll_fn(|cx| sending.poll_send(out, &mut body, cx)).await;
 }

@@ -160,10 +160,38 @@ fn head(
         &mut out,
         StatusCode::from_u16(status).unwrap(),
         &map,
+        None,
         exact,
         ex,
     );
     (String::from_utf8(out).unwrap(), framing, keep)
+}
+
+#[test]
+fn a_workers_fields_go_out_lowercased_beside_the_gateways_own() {
+    let worker = crate::upstream::h1::Fields::from_pairs(&[
+        ("Content-Type", "text/event-stream"),
+        ("X-Request-Id", "the-workers"),
+        ("Date", "Tue, 01 Dec 2026 10:00:00 GMT"),
+        ("Content-Length", "12"),
+        ("Transfer-Encoding", "chunked"),
+        ("X-Many", "1"),
+        ("x-many", "2"),
+    ]);
+    let mut map = HeaderMap::new();
+    map.insert("x-request-id", HeaderValue::from_static("the-gateways"));
+    map.insert("x-smg-routed-worker-id", HeaderValue::from_static("w"));
+    let mut out = Vec::new();
+    let (framing, keep) =
+        write_response_head(&mut out, StatusCode::OK, &map, Some(&worker), None, EX);
+    let h = String::from_utf8(out).unwrap();
+    assert_eq!(
+        h,
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+         date: Tue, 01 Dec 2026 10:00:00 GMT\r\ncontent-length: 12\r\nx-many: 1\r\n\
+         x-many: 2\r\nx-request-id: the-gateways\r\nx-smg-routed-worker-id: w\r\n\r\n"
+    );
+    assert_eq!((framing, keep), (Out::Length(12), true));
 }
 
 #[test]

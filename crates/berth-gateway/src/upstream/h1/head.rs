@@ -6,6 +6,7 @@ use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
 
 use super::H1Error;
+use super::fields::{Fields, header_spans, same_name, take_spans};
 
 /// Headers a response head may have (httparse's table; more is an error).
 const MAX_HEADERS: usize = 100;
@@ -174,7 +175,8 @@ pub(crate) enum BodyFraming {
 pub(crate) struct ResponseHead {
     pub(crate) status: StatusCode,
     pub(crate) version: Version,
-    pub(crate) headers: HeaderMap,
+    /// Its header fields as the worker sent them (no header map is built).
+    pub(crate) fields: Fields,
     pub(crate) framing: BodyFraming,
     /// The connection may carry another request after this response.
     pub(crate) keep_alive: bool,
@@ -224,29 +226,19 @@ pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Pars
     let mut spans = take_spans();
     spans.extend(header_spans(buf, res.headers));
     let head = buf.split_to(len).freeze();
-    let parsed = response_head(&head, &spans, method, status, version);
-    keep_spans(spans);
-    parsed
+    response_head(Fields::new(head, spans), method, status, version)
 }
 
-/// The response head in `head` (whose headers lie at `spans`).
+/// The response head whose header fields are `fields`.
 fn response_head(
-    head: &bytes::Bytes,
-    spans: &[Span],
+    fields: Fields,
     method: &Method,
     status: StatusCode,
     version: Version,
 ) -> Result<Parsed, H1Error> {
-    let count = spans.len();
-    let mut headers = HeaderMap::with_capacity(count);
     let mut framing_headers = FramingHeaders::new(version);
-    for &[ns, ne, vs, ve] in spans {
-        let name =
-            HeaderName::from_bytes(&head[ns..ne]).map_err(|e| H1Error::Head(e.to_string()))?;
-        framing_headers.see(&name, &head[vs..ve]).map_err(bad)?;
-        let value = HeaderValue::from_maybe_shared(head.slice(vs..ve))
-            .map_err(|e| H1Error::Head(e.to_string()))?;
-        headers.append(name, value);
+    for (name, value) in fields.iter() {
+        framing_headers.see_raw(name, value).map_err(bad)?;
     }
     let FramingHeaders {
         length,
@@ -273,43 +265,10 @@ fn response_head(
     Ok(Parsed::Head(ResponseHead {
         status,
         version,
-        headers,
+        fields,
         framing,
         keep_alive,
     }))
-}
-
-/// Where a header's name and value lie in its head: name start and end, value start and end.
-pub(crate) type Span = [usize; 4];
-
-thread_local! {
-    /// The spans of the head being parsed, one list per thread (a head's parse then zeroes no
-    /// table).
-    static SPANS: std::cell::RefCell<Vec<Span>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// This thread's span list, empty (give it back with [`keep_spans`]).
-pub(crate) fn take_spans() -> Vec<Span> {
-    SPANS.with_borrow_mut(std::mem::take)
-}
-
-/// Gives a span list back for the next head.
-pub(crate) fn keep_spans(mut spans: Vec<Span>) {
-    spans.clear();
-    SPANS.set(spans);
-}
-
-/// The spans of `headers`, parsed out of `buf`.
-pub(crate) fn header_spans<'a>(
-    buf: &'a [u8],
-    headers: &'a [httparse::Header<'a>],
-) -> impl Iterator<Item = Span> + 'a {
-    let base = buf.as_ptr() as usize;
-    headers.iter().map(move |h| {
-        let name = h.name.as_ptr() as usize - base;
-        let value = h.value.as_ptr() as usize - base;
-        [name, name + h.name.len(), value, value + h.value.len()]
-    })
 }
 
 fn bad(what: &str) -> H1Error {
@@ -343,31 +302,68 @@ impl FramingHeaders {
 
     /// Reads one header: `Ok(true)` when it was a framing header, `Err` with what is invalid.
     pub(crate) fn see(&mut self, name: &HeaderName, raw: &[u8]) -> Result<bool, &'static str> {
-        if name == CONTENT_LENGTH {
-            let n = parse_length(raw).ok_or("content-length")?;
-            if self.length.is_some_and(|l| l != n) {
-                return Err("content-length");
-            }
-            self.length = Some(n);
+        let kind = if name == CONTENT_LENGTH {
+            Framing::Length
         } else if name == TRANSFER_ENCODING {
-            // the last coding decides: chunked, or (a response) the body runs to the end
-            self.chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
+            Framing::Coding
         } else if name == CONNECTION {
-            for token in raw.split(|b| *b == b',') {
-                let token = token.trim_ascii();
-                if token.eq_ignore_ascii_case(b"close") {
-                    self.keep_alive = false;
-                } else if token.eq_ignore_ascii_case(b"keep-alive")
-                    && self.version == Version::HTTP_10
-                {
-                    self.keep_alive = true;
-                }
-            }
+            Framing::Connection
         } else {
             return Ok(false);
-        }
-        Ok(true)
+        };
+        self.see_kind(kind, raw).map(|()| true)
     }
+
+    /// [`FramingHeaders::see`] for a name as sent (any case).
+    pub(crate) fn see_raw(&mut self, name: &[u8], raw: &[u8]) -> Result<bool, &'static str> {
+        let kind = if same_name(name, "content-length") {
+            Framing::Length
+        } else if same_name(name, "transfer-encoding") {
+            Framing::Coding
+        } else if same_name(name, "connection") {
+            Framing::Connection
+        } else {
+            return Ok(false);
+        };
+        self.see_kind(kind, raw).map(|()| true)
+    }
+
+    fn see_kind(&mut self, kind: Framing, raw: &[u8]) -> Result<(), &'static str> {
+        match kind {
+            Framing::Length => {
+                let n = parse_length(raw).ok_or("content-length")?;
+                if self.length.is_some_and(|l| l != n) {
+                    return Err("content-length");
+                }
+                self.length = Some(n);
+            }
+            // the last coding decides: chunked, or (a response) the body runs to the end
+            Framing::Coding => {
+                self.chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
+            }
+            Framing::Connection => {
+                for token in raw.split(|b| *b == b',') {
+                    let token = token.trim_ascii();
+                    if token.eq_ignore_ascii_case(b"close") {
+                        self.keep_alive = false;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive")
+                        && self.version == Version::HTTP_10
+                    {
+                        self.keep_alive = true;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The framing headers.
+#[derive(Clone, Copy)]
+enum Framing {
+    Length,
+    Coding,
+    Connection,
 }
 
 fn last_token(v: &[u8]) -> &[u8] {

@@ -15,20 +15,23 @@ use http::{Method, Request, Response};
 use crate::admin::{self, authorized};
 use crate::admission;
 use crate::error::{GatewayError, SseStyle};
-use crate::proxy::{self, Body, Endpoint};
+use crate::fields::Fields;
+use crate::proxy::{self, Body, ClientHead, Endpoint};
 use crate::request_body::ClientBody;
 use crate::request_id;
 use crate::state::IoCtx;
 
-/// Serves one request. Never fails: every error is a response. Every response carries an
-/// `x-request-id` (the client's own, or a fresh one).
+/// Serves one request (its header map empty: its header fields are `fields`). Never fails:
+/// every error is a response. Every response carries an `x-request-id` (the client's own, or a
+/// fresh one).
 pub(crate) async fn handle(
     io: Arc<IoCtx>,
     req: Request<ConnBody>,
+    fields: Fields,
 ) -> Result<Response<Body>, Infallible> {
-    let id = request_id::for_request(req.headers(), req.uri().path());
+    let id = request_id::for_request(&fields, req.uri().path());
     let state = io.state.clone();
-    let mut resp = dispatch(io, req).await;
+    let mut resp = dispatch(io, req, fields).await;
     request_id::stamp(&mut resp, id);
     state
         .metrics
@@ -36,16 +39,24 @@ pub(crate) async fn handle(
     Ok(resp)
 }
 
-async fn dispatch(io: Arc<IoCtx>, req: Request<ConnBody>) -> Response<Body> {
+async fn dispatch(io: Arc<IoCtx>, mut req: Request<ConnBody>, fields: Fields) -> Response<Body> {
     let state = &io.state;
     if let Some(endpoint) = Endpoint::from_path(req.uri().path()) {
         if req.method() != Method::POST {
             return GatewayError::MethodNotAllowed(req.method().to_string()).to_response();
         }
-        if !authorized(req.headers(), state.config.api_key.as_ref()) {
+        // (the header is looked for only when a key is set)
+        if let Some(key) = state.config.api_key.as_ref()
+            && !authorized(fields.first("authorization"), Some(key))
+        {
             return GatewayError::Unauthorized.to_response();
         }
         let (parts, body) = req.into_parts();
+        let head = ClientHead {
+            method: parts.method,
+            uri: parts.uri,
+            fields,
+        };
         let mut body = ClientBody::new(body);
         let permit = match &state.admission {
             None => None,
@@ -57,8 +68,7 @@ async fn dispatch(io: Arc<IoCtx>, req: Request<ConnBody>) -> Response<Body> {
                 }
             },
         };
-        let mut resp =
-            proxy::proxy(state, &io.pool, endpoint, Request::from_parts(parts, body)).await;
+        let mut resp = proxy::proxy(state, &io.pool, endpoint, head, body).await;
         if let Some(permit) = permit {
             proxy::hold_permit(&mut resp, permit);
         }
@@ -67,6 +77,8 @@ async fn dispatch(io: Arc<IoCtx>, req: Request<ConnBody>) -> Response<Body> {
         }
         return resp;
     }
+    // the admin routes read the request through a header map: built here, only for them
+    *req.headers_mut() = fields.to_map();
     // boxed: the admin routes' future is larger than the proxy path's and would otherwise
     // size every request's future (hyper moves it once per request)
     Box::pin(admin::serve(state, req))

@@ -10,8 +10,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use http::{Request, Response};
+use http::Response;
 
+use super::held::ClientHead;
 use super::prepare::prepare;
 use super::respond::Body;
 use super::{Endpoint, dispatch, pd, scan_keys, session};
@@ -25,10 +26,11 @@ pub(crate) async fn proxy(
     state: &Arc<AppState>,
     pool: &Arc<Pool>,
     endpoint: Endpoint,
-    req: Request<ClientBody>,
+    head: ClientHead,
+    body: ClientBody,
 ) -> Response<Body> {
     let start = Instant::now();
-    match forward(state, pool, endpoint, req, start).await {
+    match forward(state, pool, endpoint, head, body, start).await {
         Ok(resp) => resp,
         Err(err) => {
             tracing::debug!(code = err.code().as_str(), error = %err, "request refused");
@@ -41,11 +43,11 @@ async fn forward(
     state: &Arc<AppState>,
     pool: &Arc<Pool>,
     endpoint: Endpoint,
-    req: Request<ClientBody>,
+    head: ClientHead,
+    body: ClientBody,
     start: Instant,
 ) -> Result<Response<Body>, GatewayError> {
-    let (parts, body) = req.into_parts();
-    let prepared = prepare(state, endpoint, parts, body).await?;
+    let prepared = prepare(state, endpoint, head, body).await?;
     // A session control applies once the request has been answered (or refused), before its
     // response goes back. A streamed body's is seen by the scan as the body passes (a worker
     // has read the whole body before it answers).

@@ -5,10 +5,10 @@
 //! names) are dropped, and so is the `x-smg-routing-tokens` hint, which is for the gateway only.
 //! `Host` is set by the client for the worker's authority.
 
-use http::{HeaderMap, HeaderName, HeaderValue, header};
+use http::HeaderName;
 
+use crate::fields::{Fields, same_name};
 use crate::routing::HeaderSource;
-use crate::upstream::h1::{Fields, same_name};
 
 /// The placement hint header, consumed by the gateway.
 pub(crate) const ROUTING_TOKENS: &str = "x-smg-routing-tokens";
@@ -16,31 +16,15 @@ pub(crate) const ROUTING_TOKENS: &str = "x-smg-routing-tokens";
 /// The header naming the worker that served a response.
 pub(crate) const ROUTED_WORKER: HeaderName = HeaderName::from_static("x-smg-routed-worker-id");
 
-/// Whether `name` is hop-by-hop (RFC 9110 section 7.6.1, `Keep-Alive` and `Proxy-Connection`
-/// included). A match on the name's text: a `const` array of `HeaderName`s was built and
-/// dropped at every use (per header of both messages).
-fn hop_by_hop(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "proxy-authenticate"
-            | "proxy-authorization"
-            | "te"
-            | "trailer"
-            | "upgrade"
-    )
-}
-
 /// Whether a client request header goes on to the worker: not hop-by-hop, not `Host` or
 /// `Transfer-Encoding` (the upstream writer sets both), not the routing hint. Headers the
 /// client's `Connection` names are dropped by the upstream writer (`upstream/h1/head.rs`).
-pub(crate) fn forwarded(name: &HeaderName) -> bool {
+/// Names as sent (any case).
+pub(crate) fn forwarded(name: &[u8]) -> bool {
     !(hop_by_hop(name)
-        || name == header::HOST
-        || name == header::TRANSFER_ENCODING
-        || name.as_str() == ROUTING_TOKENS)
+        || same_name(name, "host")
+        || same_name(name, "transfer-encoding")
+        || same_name(name, ROUTING_TOKENS))
 }
 
 /// Drops hop-by-hop fields (and those the `Connection` field names) from a worker's response
@@ -50,7 +34,7 @@ pub(crate) fn strip_response_fields(fields: &mut Fields) {
     let mut any = false;
     let mut listing = false;
     for (name, value) in fields.iter() {
-        if hop_by_hop_raw(name) || same_name(name, "transfer-encoding") {
+        if hop_by_hop(name) || same_name(name, "transfer-encoding") {
             any = true;
             // the common values name no header: nothing to collect
             listing |= same_name(name, "connection")
@@ -73,46 +57,33 @@ pub(crate) fn strip_response_fields(fields: &mut Fields) {
         Vec::new()
     };
     fields.retain(|name, _| {
-        !(hop_by_hop_raw(name)
+        !(hop_by_hop(name)
             || same_name(name, "transfer-encoding")
             || listed.iter().any(|l| name.eq_ignore_ascii_case(l)))
     });
 }
 
-/// [`hop_by_hop`] for a name as sent (any case).
-fn hop_by_hop_raw(name: &[u8]) -> bool {
-    const NAMES: [&str; 8] = [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "upgrade",
-    ];
-    NAMES.iter().any(|n| same_name(name, n))
-}
-
-/// The routing core's view of a request's headers.
-pub(crate) struct HeaderMapSource<'a>(pub(crate) &'a HeaderMap);
-
-impl HeaderSource for HeaderMapSource<'_> {
-    fn first_value(&self, lowercase_name: &str) -> Option<&[u8]> {
-        first(self.0, lowercase_name).map(|v| v.as_bytes())
+/// Whether `name` (as sent, any case) is hop-by-hop (RFC 9110 section 7.6.1, `Keep-Alive` and
+/// `Proxy-Connection` included).
+fn hop_by_hop(name: &[u8]) -> bool {
+    // by length first: a name of another length is passed over at once
+    match name.len() {
+        2 => same_name(name, "te"),
+        7 => same_name(name, "trailer") || same_name(name, "upgrade"),
+        10 => same_name(name, "connection") || same_name(name, "keep-alive"),
+        16 => same_name(name, "proxy-connection"),
+        18 => same_name(name, "proxy-authenticate"),
+        19 => same_name(name, "proxy-authorization"),
+        _ => false,
     }
 }
 
-/// The first value of the header `lowercase_name`, as `HeaderMap::get` gives it, found by
-/// comparing the request's few names: `get` with a `&str` validates, lowercases and hashes the
-/// name first (about 400 instructions a lookup, against some 10 per name compared here; a
-/// request has at most the head parser's limit of names).
-pub(crate) fn first<'h>(headers: &'h HeaderMap, lowercase_name: &str) -> Option<&'h HeaderValue> {
-    // `iter` yields a name's values in order, the first one first
-    headers
-        .iter()
-        .find(|(name, _)| name.as_str() == lowercase_name)
-        .map(|(_, value)| value)
+/// The routing core reads a request's headers from its fields: the first value of a name,
+/// found by comparing the request's few names (no map is built or hashed).
+impl HeaderSource for Fields {
+    fn first_value(&self, lowercase_name: &str) -> Option<&[u8]> {
+        self.first(lowercase_name)
+    }
 }
 
 #[cfg(test)]
@@ -134,7 +105,8 @@ mod tests {
             "proxy-authenticate",
             "proxy-authorization",
         ] {
-            assert!(!forwarded(&HeaderName::from_static(name)), "{name}");
+            assert!(!forwarded(name.as_bytes()), "{name}");
+            assert!(!forwarded(name.to_ascii_uppercase().as_bytes()), "{name}");
         }
         for name in [
             "x-smg-routing-key",
@@ -142,13 +114,13 @@ mod tests {
             "content-type",
             "content-length",
         ] {
-            assert!(forwarded(&HeaderName::from_static(name)), "{name}");
+            assert!(forwarded(name.as_bytes()), "{name}");
         }
     }
 
     #[test]
     fn first_is_get_for_lowercase_names() {
-        let mut h = HeaderMap::new();
+        let mut h = http::HeaderMap::new();
         for (k, v) in [
             ("content-type", "application/json"),
             ("x-smg-routing-key", "a"),
@@ -157,6 +129,7 @@ mod tests {
         ] {
             h.append(HeaderName::from_static(k), v.parse().unwrap());
         }
+        let f = Fields::from_map(&h);
         for name in [
             "x-smg-routing-key",
             "content-type",
@@ -164,10 +137,17 @@ mod tests {
             "x-missing",
             "x-smg",
         ] {
-            assert_eq!(first(&h, name), h.get(name), "{name}");
+            assert_eq!(
+                f.first(name),
+                h.get(name).map(http::HeaderValue::as_bytes),
+                "{name}"
+            );
         }
-        assert_eq!(first(&h, "x-smg-routing-key").unwrap(), "a");
-        assert_eq!(HeaderMapSource(&h).first_value("x-other"), Some(&b"1"[..]));
+        assert_eq!(f.first("x-smg-routing-key").unwrap(), b"a");
+        assert_eq!(f.first_value("x-other"), Some(&b"1"[..]));
+        // names as sent, any case
+        let f = Fields::from_pairs(&[("X-SMG-Routing-Key", "k")]);
+        assert_eq!(f.first_value("x-smg-routing-key"), Some(&b"k"[..]));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Message heads on the client side: the request head parsed (httparse) into an
-//! `http::Request` whose header values are slices of the head's bytes, with its body framing and
-//! keep-alive; the response head written from the response's parts into a reused buffer. Pure:
+//! `http::Request` (method, target, version) and its header fields as the head's bytes and
+//! spans ([`Fields`]: no header map), with its body framing and keep-alive; the response head written from the response's parts into a reused buffer. Pure:
 //! no IO.
 
 use std::cell::RefCell;
@@ -8,14 +8,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use std::mem::MaybeUninit;
 
-use bytes::{Bytes, BytesMut};
-use http::header::EXPECT;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, Version};
+use bytes::BytesMut;
+use http::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
-use crate::upstream::h1::{
-    BodyFraming, Fields, FramingHeaders, Span, header_spans, itoa, keep_spans, parse_length,
-    same_name, take_spans,
-};
+use crate::fields::{Fields, header_spans, same_name, take_spans};
+use crate::upstream::h1::{BodyFraming, FramingHeaders, itoa, parse_length};
 
 /// Headers a request head may have (more: 431).
 pub(crate) const MAX_HEADERS: usize = 100;
@@ -34,7 +31,10 @@ pub(crate) enum HeadError {
 /// A parsed request head.
 #[derive(Debug)]
 pub(crate) struct Head {
+    /// Method, target and version; its header map stays empty: the fields are `fields`.
     pub(crate) req: Request<()>,
+    /// The header fields, as the client sent them (no header map is built).
+    pub(crate) fields: Fields,
     /// The request body's framing: `Length` (0 for none) or `Chunked`.
     pub(crate) body: BodyFraming,
     /// The client may send another request after this one.
@@ -43,12 +43,8 @@ pub(crate) struct Head {
     pub(crate) expect_continue: bool,
 }
 
-/// Parses the request head at the start of `buf` and takes it off; `None`: not whole yet. Its
-/// headers go into `spare` (an empty map, taken; its tables are reused).
-pub(crate) fn parse_request(
-    buf: &mut BytesMut,
-    spare: &mut HeaderMap,
-) -> Result<Option<Head>, HeadError> {
+/// Parses the request head at the start of `buf` and takes it off; `None`: not whole yet.
+pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadError> {
     let mut slots = [const { MaybeUninit::uninit() }; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);
     let len = match req.parse_with_uninit_headers(buf, &mut slots) {
@@ -76,39 +72,26 @@ pub(crate) fn parse_request(
     let mut spans = take_spans();
     spans.extend(header_spans(buf, req.headers));
     let head = buf.split_to(len).freeze();
-    let headers = std::mem::take(spare);
-    let parsed = request_head(&head, target, &spans, method, version, headers).map(Some);
-    keep_spans(spans);
-    parsed
-}
-
-/// The request head in `head` (its target at `target`, its headers at `spans`, put in the
-/// empty `headers`).
-fn request_head(
-    head: &Bytes,
-    target: std::ops::Range<usize>,
-    spans: &[Span],
-    method: Method,
-    version: Version,
-    mut headers: HeaderMap,
-) -> Result<Head, HeadError> {
     let uri = Uri::from_maybe_shared(head.slice(target))
         .map_err(|e| HeadError::Bad(format!("invalid request target: {e}")))?;
-    debug_assert!(headers.is_empty());
-    headers.reserve(spans.len());
+    request_head(Fields::new(head, spans), uri, method, version).map(Some)
+}
+
+/// The request head with target `uri` and header fields `fields`.
+fn request_head(
+    fields: Fields,
+    uri: Uri,
+    method: Method,
+    version: Version,
+) -> Result<Head, HeadError> {
     let mut framing_headers = FramingHeaders::new(version);
     let mut expect_continue = false;
-    for &[ns, ne, vs, ve] in spans {
-        let name = header_name(&head[ns..ne]).map_err(|e| HeadError::Bad(e.to_string()))?;
-        let raw = &head[vs..ve];
-        let framing = framing_headers.see(&name, raw).map_err(bad)?;
-        if !framing && name == EXPECT {
+    for (name, raw) in fields.iter() {
+        let framing = framing_headers.see(name, raw).map_err(bad)?;
+        if !framing && same_name(name, "expect") {
             expect_continue = version == Version::HTTP_11
                 && raw.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         }
-        let value = HeaderValue::from_maybe_shared(head.slice(vs..ve))
-            .map_err(|e| HeadError::Bad(e.to_string()))?;
-        headers.append(name, value);
     }
     let FramingHeaders {
         length,
@@ -131,25 +114,13 @@ fn request_head(
     *req.method_mut() = method;
     *req.uri_mut() = uri;
     *req.version_mut() = version;
-    *req.headers_mut() = headers;
     Ok(Head {
         req,
+        fields,
         body,
         keep_alive,
         expect_continue,
     })
-}
-
-/// The routing-key header most requests carry: not a standard name, so `from_bytes` would copy
-/// it into a new allocation per request; this one is static.
-const ROUTING_KEY: HeaderName = HeaderName::from_static("x-smg-routing-key");
-
-/// A header's name as `HeaderName::from_bytes` makes it, the routing-key header without a copy.
-fn header_name(raw: &[u8]) -> Result<HeaderName, http::header::InvalidHeaderName> {
-    if raw.eq_ignore_ascii_case(ROUTING_KEY.as_str().as_bytes()) {
-        return Ok(ROUTING_KEY);
-    }
-    HeaderName::from_bytes(raw)
 }
 
 fn bad(what: &str) -> HeadError {
@@ -196,22 +167,37 @@ pub(crate) fn write_response_head(
     out.push(b' ');
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\n");
-    let mut w = HeadWriter {
-        out,
+    let mut w = HeadState {
         keep_alive: ex.keep_alive,
         length: None,
         dated: false,
     };
-    for (name, value) in worker.into_iter().flat_map(Fields::iter) {
-        if !headers.keys().any(|n| same_name(name, n.as_str())) {
-            w.field(name, value, true);
+    if let Some(fields) = worker {
+        // the gateway's own names (a proxied response has two) replace the worker's
+        let mut own: [&[u8]; 4] = [b""; 4];
+        let mut count = 0;
+        for name in headers.keys() {
+            if let Some(slot) = own.get_mut(count) {
+                *slot = name.as_str().as_bytes();
+            }
+            count += 1;
         }
+        let replaced = |name: &[u8]| {
+            if count <= own.len() {
+                own[..count].iter().any(|o| o.eq_ignore_ascii_case(name))
+            } else {
+                headers.keys().any(|n| same_name(name, n.as_str()))
+            }
+        };
+        fields.write_kept(out, |name, value| !replaced(name) && w.admit(name, value));
     }
     for (name, value) in headers {
-        w.field(name.as_str().as_bytes(), value.as_bytes(), false);
+        let (name, value) = (name.as_str().as_bytes(), value.as_bytes());
+        if w.admit(name, value) {
+            put_header(out, name, value);
+        }
     }
-    let HeadWriter {
-        out,
+    let HeadState {
         mut keep_alive,
         length,
         dated,
@@ -250,9 +236,8 @@ pub(crate) fn write_response_head(
     (framing, keep_alive)
 }
 
-/// A response head's header lines as they are written, and what they said.
-struct HeadWriter<'a> {
-    out: &'a mut Vec<u8>,
+/// What a response head's header lines said, as they are written.
+struct HeadState {
     keep_alive: bool,
     /// The first valid `Content-Length`.
     length: Option<u64>,
@@ -260,13 +245,13 @@ struct HeadWriter<'a> {
     dated: bool,
 }
 
-impl HeadWriter<'_> {
-    /// Writes one header line (the name lowercased when `lower`), except the framing headers,
-    /// which are the writer's: `Transfer-Encoding` is dropped, `Connection` only read (for
-    /// `close`), and of several `Content-Length`s the first valid one is kept.
-    fn field(&mut self, name: &[u8], value: &[u8], lower: bool) {
+impl HeadState {
+    /// Whether a header line is written, noting what it says. The framing headers are the
+    /// writer's: `Transfer-Encoding` is dropped, `Connection` only read (for `close`), and of
+    /// several `Content-Length`s the first valid one is kept.
+    fn admit(&mut self, name: &[u8], value: &[u8]) -> bool {
         match name.len() {
-            17 if same_name(name, "transfer-encoding") => return,
+            17 if same_name(name, "transfer-encoding") => false,
             10 if same_name(name, "connection") => {
                 if value
                     .split(|b| *b == b',')
@@ -274,19 +259,20 @@ impl HeadWriter<'_> {
                 {
                     self.keep_alive = false;
                 }
-                return;
+                false
             }
             14 if same_name(name, "content-length") => match parse_length(value) {
-                Some(n) if self.length.is_none() => self.length = Some(n),
-                _ => return,
+                Some(n) if self.length.is_none() => {
+                    self.length = Some(n);
+                    true
+                }
+                _ => false,
             },
-            4 if same_name(name, "date") => self.dated = true,
-            _ => {}
-        }
-        let at = self.out.len();
-        put_header(self.out, name, value);
-        if lower {
-            self.out[at..at + name.len()].make_ascii_lowercase();
+            4 if same_name(name, "date") => {
+                self.dated = true;
+                true
+            }
+            _ => true,
         }
     }
 }

@@ -13,8 +13,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::H1Error;
 use super::conn::{H1Conn, Upload};
 use super::decode::{Decoder, Step};
-use super::fields::Fields;
 use super::head::{Parsed, ReqHead, ResponseHead, parse_response, write_request_head};
+use crate::fields::Fields;
 
 /// The longest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;

@@ -1,12 +1,11 @@
-//! Message heads: the request head written from the request's parts into a reused buffer, and
+//! Message heads: the request head written from the client's head into a reused buffer, and
 //! the worker's response head parsed (httparse) with its body framing. Pure: no IO.
 
 use bytes::{Buf, BytesMut};
-use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
+use http::{HeaderValue, Method, StatusCode, Version};
 
 use super::H1Error;
-use super::fields::{Fields, header_spans, same_name, take_spans};
+use crate::fields::{Fields, header_spans, same_name, take_spans};
 
 /// Headers a response head may have (httparse's table; more is an error).
 const MAX_HEADERS: usize = 100;
@@ -30,10 +29,11 @@ pub(crate) struct ReqHead<'a> {
     pub(crate) path: &'a str,
     /// The worker's `Host`.
     pub(crate) host: Option<&'a HeaderValue>,
-    /// The client's headers; those `forward` accepts go on, except `Host`,
-    /// `Transfer-Encoding` (the framing is the writer's) and any named in `Connection`.
-    pub(crate) headers: &'a HeaderMap,
-    pub(crate) forward: fn(&HeaderName) -> bool,
+    /// The client's header fields; those `forward` accepts (by name as sent) go on, except
+    /// `Host`, `Transfer-Encoding` (the framing is the writer's) and any named in `Connection`;
+    /// names are written lowercased.
+    pub(crate) headers: &'a Fields,
+    pub(crate) forward: fn(&[u8]) -> bool,
     /// A body the gateway rewrote: its length replaces the client's `Content-Length`.
     pub(crate) length: Option<u64>,
 }
@@ -63,31 +63,41 @@ pub(crate) fn write_request_head(
     if let Some(host) = head.host {
         put_header(out, b"host", host.as_bytes());
     }
-    let listing = head.headers.contains_key(CONNECTION);
+    let listing = head.headers.first("connection").is_some();
     let mut framing = head.length.map(ReqFraming::Length);
-    for (name, value) in head.headers {
-        if name == HOST
-            || name == TRANSFER_ENCODING
+    let mut refused = None;
+    head.headers.write_kept(out, |name, value| {
+        if same_name(name, "host")
+            || same_name(name, "transfer-encoding")
             || !(head.forward)(name)
             || (listing && named_in_connection(head.headers, name))
         {
-            continue;
+            return false;
         }
-        if name == CONTENT_LENGTH {
-            if head.length.is_some() {
-                continue;
+        if !same_name(name, "content-length") {
+            return true;
+        }
+        if head.length.is_some() || refused.is_some() {
+            return false;
+        }
+        let Some(n) = parse_length(value) else {
+            refused = Some("invalid content-length");
+            return false;
+        };
+        match framing {
+            Some(f) if f != ReqFraming::Length(n) => {
+                refused = Some("conflicting content-length");
+                false
             }
-            let n =
-                parse_length(value.as_bytes()).ok_or(H1Error::Request("invalid content-length"))?;
-            match framing {
-                Some(f) if f != ReqFraming::Length(n) => {
-                    return Err(H1Error::Request("conflicting content-length"));
-                }
-                Some(_) => continue,
-                None => framing = Some(ReqFraming::Length(n)),
+            Some(_) => false,
+            None => {
+                framing = Some(ReqFraming::Length(n));
+                true
             }
         }
-        put_header(out, name.as_str().as_bytes(), value.as_bytes());
+    });
+    if let Some(why) = refused {
+        return Err(H1Error::Request(why));
     }
     let framing = match (framing, exact) {
         (Some(ReqFraming::Length(n)), _) if head.length == Some(n) => {
@@ -122,13 +132,14 @@ fn put_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
 
 /// Whether a `Connection` header of `headers` names `name` (a hop-by-hop header of the
 /// client's connection). Only looked at when there is a `Connection` header.
-fn named_in_connection(headers: &HeaderMap, name: &HeaderName) -> bool {
-    headers.get_all(CONNECTION).iter().any(|v| {
-        v.as_bytes().split(|b| *b == b',').any(|t| {
-            t.trim_ascii()
-                .eq_ignore_ascii_case(name.as_str().as_bytes())
+fn named_in_connection(headers: &Fields, name: &[u8]) -> bool {
+    headers
+        .iter()
+        .filter(|(n, _)| same_name(n, "connection"))
+        .any(|(_, v)| {
+            v.split(|b| *b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(name))
         })
-    })
 }
 
 /// Methods whose empty body is still announced (`Content-Length: 0`).
@@ -238,7 +249,7 @@ fn response_head(
 ) -> Result<Parsed, H1Error> {
     let mut framing_headers = FramingHeaders::new(version);
     for (name, value) in fields.iter() {
-        framing_headers.see_raw(name, value).map_err(bad)?;
+        framing_headers.see(name, value).map_err(bad)?;
     }
     let FramingHeaders {
         length,
@@ -300,70 +311,38 @@ impl FramingHeaders {
         }
     }
 
-    /// Reads one header: `Ok(true)` when it was a framing header, `Err` with what is invalid.
-    pub(crate) fn see(&mut self, name: &HeaderName, raw: &[u8]) -> Result<bool, &'static str> {
-        let kind = if name == CONTENT_LENGTH {
-            Framing::Length
-        } else if name == TRANSFER_ENCODING {
-            Framing::Coding
-        } else if name == CONNECTION {
-            Framing::Connection
-        } else {
+    /// Reads one header (its name as sent, any case): `Ok(true)` when it was a framing header,
+    /// `Err` with what is invalid.
+    pub(crate) fn see(&mut self, name: &[u8], raw: &[u8]) -> Result<bool, &'static str> {
+        // by length first: most names are none of the three
+        if !matches!(name.len(), 10 | 14 | 17) {
             return Ok(false);
-        };
-        self.see_kind(kind, raw).map(|()| true)
-    }
-
-    /// [`FramingHeaders::see`] for a name as sent (any case).
-    pub(crate) fn see_raw(&mut self, name: &[u8], raw: &[u8]) -> Result<bool, &'static str> {
-        let kind = if same_name(name, "content-length") {
-            Framing::Length
-        } else if same_name(name, "transfer-encoding") {
-            Framing::Coding
-        } else if same_name(name, "connection") {
-            Framing::Connection
-        } else {
-            return Ok(false);
-        };
-        self.see_kind(kind, raw).map(|()| true)
-    }
-
-    fn see_kind(&mut self, kind: Framing, raw: &[u8]) -> Result<(), &'static str> {
-        match kind {
-            Framing::Length => {
-                let n = parse_length(raw).ok_or("content-length")?;
-                if self.length.is_some_and(|l| l != n) {
-                    return Err("content-length");
-                }
-                self.length = Some(n);
-            }
-            // the last coding decides: chunked, or (a response) the body runs to the end
-            Framing::Coding => {
-                self.chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
-            }
-            Framing::Connection => {
-                for token in raw.split(|b| *b == b',') {
-                    let token = token.trim_ascii();
-                    if token.eq_ignore_ascii_case(b"close") {
-                        self.keep_alive = false;
-                    } else if token.eq_ignore_ascii_case(b"keep-alive")
-                        && self.version == Version::HTTP_10
-                    {
-                        self.keep_alive = true;
-                    }
-                }
-            }
         }
-        Ok(())
+        if same_name(name, "content-length") {
+            let n = parse_length(raw).ok_or("content-length")?;
+            if self.length.is_some_and(|l| l != n) {
+                return Err("content-length");
+            }
+            self.length = Some(n);
+        } else if same_name(name, "transfer-encoding") {
+            // the last coding decides: chunked, or (a response) the body runs to the end
+            self.chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
+        } else if same_name(name, "connection") {
+            for token in raw.split(|b| *b == b',') {
+                let token = token.trim_ascii();
+                if token.eq_ignore_ascii_case(b"close") {
+                    self.keep_alive = false;
+                } else if token.eq_ignore_ascii_case(b"keep-alive")
+                    && self.version == Version::HTTP_10
+                {
+                    self.keep_alive = true;
+                }
+            }
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
     }
-}
-
-/// The framing headers.
-#[derive(Clone, Copy)]
-enum Framing {
-    Length,
-    Coding,
-    Connection,
 }
 
 fn last_token(v: &[u8]) -> &[u8] {

@@ -11,8 +11,6 @@
 //!
 //! - `head.rs`: the request head written from the parts; the response head parsed (httparse),
 //!   its framing and whether the connection stays open.
-//! - `fields.rs`: a head's header fields kept as its bytes and spans ([`Fields`]): the
-//!   worker's response head is passed on this way, without a header map.
 //! - `decode.rs`: the response body's framing (content-length, chunked, close-delimited).
 //! - `conn.rs`: a connection ([`H1Conn`], generic over its IO: plain TCP or TLS), its buffers,
 //!   and the upload (the request body, content-length or chunked framed).
@@ -27,13 +25,11 @@
 mod conn;
 mod decode;
 mod exchange;
-mod fields;
 mod head;
 
 pub(crate) use conn::{H1Conn, put_chunk};
 pub(crate) use decode::{Decoder, Step};
 pub(crate) use exchange::{GiveBack, RespBody, send};
-pub(crate) use fields::{Fields, Span, header_spans, keep_spans, same_name, take_spans};
 pub(crate) use head::{BodyFraming, FramingHeaders, ReqHead, itoa, parse_length};
 
 /// Why an exchange or a response body failed.

@@ -66,12 +66,13 @@ where
     R: GiveBack<DuplexStream>,
 {
     let (parts, body) = req.into_parts();
+    let fields = crate::fields::Fields::from_map(&parts.headers);
     let head = ReqHead {
         method: &parts.method,
         prefix: "",
         path: parts.uri.path_and_query().map_or("/", |p| p.as_str()),
         host: parts.headers.get(http::header::HOST),
-        headers: &parts.headers,
+        headers: &fields,
         forward: keep_all,
         length: None,
     };

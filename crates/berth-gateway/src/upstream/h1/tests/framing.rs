@@ -1,7 +1,9 @@
 //! Request and response heads, and body decoding at every split.
 
 use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, HeaderValue, Method};
+use http::{HeaderValue, Method};
+
+use crate::fields::Fields;
 
 use super::super::H1Error;
 use super::super::decode::{Decoder, Step};
@@ -11,19 +13,12 @@ use super::super::head::{
 
 // ---- heads
 
-pub(super) fn keep_all(_: &http::HeaderName) -> bool {
+pub(super) fn keep_all(_: &[u8]) -> bool {
     true
 }
 
-fn header_map(headers: &[(&str, &str)]) -> HeaderMap {
-    let mut map = HeaderMap::new();
-    for (k, v) in headers {
-        map.append(
-            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-            HeaderValue::from_str(v).unwrap(),
-        );
-    }
-    map
+fn header_map(headers: &[(&str, &str)]) -> Fields {
+    Fields::from_pairs(headers)
 }
 
 fn head(method: &Method, headers: &[(&str, &str)], exact: Option<u64>) -> (String, ReqFraming) {
@@ -96,7 +91,7 @@ fn the_request_head_is_the_workers() {
         path: "/v1/chat",
         host: Some(&host),
         headers: &map,
-        forward: |n| n != "x-dropped" && n != "connection",
+        forward: |n| n != b"x-dropped" && n != b"connection",
         // the body was rewritten (a data-parallel rank): its length replaces the client's
         length: Some(17),
     };

@@ -75,17 +75,18 @@ impl Fields {
     }
 
     /// The first value of the field `lowercase_name` (names compared without case).
+    #[inline]
     pub(crate) fn first(&self, lowercase_name: &str) -> Option<&[u8]> {
-        let want = lowercase_name.as_bytes();
+        let len = lowercase_name.len();
         // lengths first: most names are passed over without touching their bytes
         self.spans
             .iter()
             .find(|&&[ns, ne, _, _]| {
-                ne - ns == want.len()
+                ne - ns == len
                     && self
                         .head
                         .get(ns..ne)
-                        .is_some_and(|n| n.eq_ignore_ascii_case(want))
+                        .is_some_and(|n| same_name(n, lowercase_name))
             })
             .and_then(|&[_, _, vs, ve]| self.head.get(vs..ve))
     }
@@ -211,26 +212,55 @@ impl Drop for Fields {
     }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// Eight bytes of a header name (a token: each byte below 0x80), lowercased.
+fn lower8(w: u64) -> u64 {
+    // per byte: its top bit set when it is in b'A'..=b'Z' (no carry crosses a byte)
+    let at_least_a = w.wrapping_add(ONES * (0x80 - u64::from(b'A')));
+    let above_z = w.wrapping_add(ONES * (0x80 - u64::from(b'Z') - 1));
+    w | ((at_least_a & !above_z & (ONES * 0x80)) >> 2)
+}
+
+fn word(bytes: &[u8]) -> u64 {
+    let mut w = [0; 8];
+    w.copy_from_slice(&bytes[..8]);
+    u64::from_le_bytes(w)
+}
+
 /// Lowercases a header name (a token: ASCII only) eight bytes at a time.
 pub(crate) fn lowercase(name: &mut [u8]) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
     let mut chunks = name.chunks_exact_mut(8);
     for chunk in &mut chunks {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_ne_bytes(word);
-        // per byte (each below 0x80): its top bit set when it is in b'A'..=b'Z'
-        let at_least_a = w.wrapping_add(ONES * (0x80 - u64::from(b'A')));
-        let above_z = w.wrapping_add(ONES * (0x80 - u64::from(b'Z') - 1));
-        let upper = at_least_a & !above_z & (ONES * 0x80);
-        chunk.copy_from_slice(&(w | (upper >> 2)).to_ne_bytes());
+        let w = lower8(word(chunk));
+        chunk.copy_from_slice(&w.to_le_bytes());
     }
     chunks.into_remainder().make_ascii_lowercase();
 }
 
-/// Whether `name` (any case) is `lowercase_name`.
+/// Whether `name` (a token as sent, any case) is `lowercase_name`: eight bytes at a time (the
+/// last eight overlapping the ones before), a name shorter than eight byte by byte.
+#[inline]
 pub(crate) fn same_name(name: &[u8], lowercase_name: &str) -> bool {
-    name.len() == lowercase_name.len() && name.eq_ignore_ascii_case(lowercase_name.as_bytes())
+    let want = lowercase_name.as_bytes();
+    let len = name.len();
+    if len != want.len() {
+        return false;
+    }
+    if len < 8 {
+        return name
+            .iter()
+            .zip(want)
+            .all(|(n, w)| n.to_ascii_lowercase() == *w);
+    }
+    let mut at = 0;
+    while at + 8 < len {
+        if lower8(word(&name[at..])) != word(&want[at..]) {
+            return false;
+        }
+        at += 8;
+    }
+    lower8(word(&name[len - 8..])) == word(&want[len - 8..])
 }
 
 #[cfg(test)]
@@ -299,6 +329,36 @@ mod tests {
                 want.make_ascii_lowercase();
                 lowercase(&mut name);
                 assert_eq!(name, want);
+            }
+        }
+    }
+
+    #[test]
+    fn names_compare_as_eq_ignore_ascii_case_does() {
+        let names = [
+            "content-length",
+            "Content-Length",
+            "CONTENT-LENGTH",
+            "content-lengtH",
+            "content-lengti",
+            "x-smg-routing-key",
+            "X-SMG-Routing-Key",
+            "x-smg-routing-kez",
+            "x^y_z~w!#$%&'*+.|`",
+            "X^Y_Z~W!#$%&'*+.|`",
+            "x^y_z~w!#$%&'*+.|@",
+            "te",
+            "TE",
+            "t",
+            "",
+        ];
+        for name in names {
+            for want in names.map(str::to_ascii_lowercase) {
+                assert_eq!(
+                    same_name(name.as_bytes(), &want),
+                    name.eq_ignore_ascii_case(&want),
+                    "{name} {want}"
+                );
             }
         }
     }

@@ -174,17 +174,17 @@ pub(crate) fn write_response_head(
     };
     if let Some(fields) = worker {
         // the gateway's own names (a proxied response has two) replace the worker's
-        let mut own: [&[u8]; 4] = [b""; 4];
+        let mut own: [&str; 4] = [""; 4];
         let mut count = 0;
         for name in headers.keys() {
             if let Some(slot) = own.get_mut(count) {
-                *slot = name.as_str().as_bytes();
+                *slot = name.as_str();
             }
             count += 1;
         }
         let replaced = |name: &[u8]| {
             if count <= own.len() {
-                own[..count].iter().any(|o| o.eq_ignore_ascii_case(name))
+                own[..count].iter().any(|o| same_name(name, o))
             } else {
                 headers.keys().any(|n| same_name(name, n.as_str()))
             }

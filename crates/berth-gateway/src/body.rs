@@ -84,6 +84,14 @@ impl<G: Completion, B: Body> ResBody<G, B> {
         }
     }
 
+    /// The guard of a proxied body that has not ended yet, to read.
+    pub fn guard(&self) -> Option<&G> {
+        match self {
+            Self::Full(_) => None,
+            Self::Proxied(p) => p.guard.as_ref(),
+        }
+    }
+
     /// The guard of a proxied body that has not ended yet.
     pub fn guard_mut(&mut self) -> Option<&mut G> {
         match self {

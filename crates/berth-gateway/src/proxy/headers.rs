@@ -14,7 +14,8 @@ use crate::routing::HeaderSource;
 pub(crate) const ROUTING_TOKENS: &str = "x-smg-routing-tokens";
 
 /// The header naming the worker that served a response.
-pub(crate) const ROUTED_WORKER: HeaderName = HeaderName::from_static("x-smg-routed-worker-id");
+pub(crate) const ROUTED_WORKER: HeaderName = HeaderName::from_static(ROUTED_WORKER_NAME);
+pub(crate) const ROUTED_WORKER_NAME: &str = "x-smg-routed-worker-id";
 
 /// Whether a client request header goes on to the worker: not hop-by-hop, not `Host` or
 /// `Transfer-Encoding` (the upstream writer sets both), not the routing hint. Headers the

@@ -40,4 +40,4 @@ pub(crate) use headers::ROUTED_WORKER;
 pub(crate) use held::ClientHead;
 #[cfg(test)]
 pub(crate) use respond::RequestGuard;
-pub(crate) use respond::{Body, hold_permit, set_sse_style};
+pub(crate) use respond::{Body, hold_permit, set_request_id, set_sse_style};

@@ -150,15 +150,17 @@ pub(crate) struct Exchange {
 }
 
 /// Writes the head of a response (`status`, the worker's header fields `worker` if any, then
-/// `headers`, a body of `exact` length when known) to `out`; returns the body's framing and
-/// whether the connection stays open after it. A name in `headers` replaces the worker's
-/// fields of that name (the gateway's own `x-request-id`, `x-smg-routed-worker-id`); the
-/// worker's names are written lowercased, as a header map would.
+/// `headers`, then `own` (the gateway's own headers of a worker's response: lowercase names),
+/// a body of `exact` length when known) to `out`; returns the body's framing and whether the
+/// connection stays open after it. A name in `headers` or `own` replaces the worker's fields
+/// of that name (`x-request-id`, `x-smg-routed-worker-id`); the worker's names are written
+/// lowercased, as a header map would.
 pub(crate) fn write_response_head(
     out: &mut Vec<u8>,
     status: StatusCode,
     headers: &HeaderMap,
     worker: Option<&Fields>,
+    own: &[(&str, &[u8])],
     exact: Option<u64>,
     ex: Exchange,
 ) -> (Out, bool) {
@@ -174,27 +176,16 @@ pub(crate) fn write_response_head(
     };
     if let Some(fields) = worker {
         // the gateway's own names (a proxied response has two) replace the worker's
-        let mut own: [&str; 4] = [""; 4];
-        let mut count = 0;
-        for name in headers.keys() {
-            if let Some(slot) = own.get_mut(count) {
-                *slot = name.as_str();
-            }
-            count += 1;
-        }
         let replaced = |name: &[u8]| {
-            if count <= own.len() {
-                own[..count].iter().any(|o| same_name(name, o))
-            } else {
-                headers.keys().any(|n| same_name(name, n.as_str()))
-            }
+            own.iter().any(|(o, _)| same_name(name, o))
+                || (!headers.is_empty() && headers.keys().any(|n| same_name(name, n.as_str())))
         };
         fields.write_kept(out, |name, value| !replaced(name) && w.admit(name, value));
     }
-    for (name, value) in headers {
-        let (name, value) = (name.as_str().as_bytes(), value.as_bytes());
-        if w.admit(name, value) {
-            put_header(out, name, value);
+    let map = headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes()));
+    for (name, value) in map.chain(own.iter().copied()) {
+        if w.admit(name.as_bytes(), value) {
+            put_header(out, name.as_bytes(), value);
         }
     }
     let HeadState {

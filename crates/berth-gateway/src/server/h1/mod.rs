@@ -166,11 +166,21 @@ pub(crate) async fn serve<R, W>(
         let exact = body.size_hint().exact();
         // a worker's header fields travel with its body; written, they are done with
         let worker = body.inner_mut().and_then(|b| b.take_fields());
+        let mut own: [(&str, &[u8]); 2] = [("", b""); 2];
+        let mut owned = 0;
+        for (slot, header) in own
+            .iter_mut()
+            .zip(body.guard().into_iter().flat_map(|g| g.own_headers()))
+        {
+            *slot = header;
+            owned += 1;
+        }
         let (framing, keep_alive) = write_response_head(
             &mut out.buf,
             parts.status,
             &parts.headers,
             worker.as_ref(),
+            &own[..owned],
             exact,
             Exchange {
                 keep_alive: ex.keep_alive && !stopping,
@@ -223,8 +233,15 @@ async fn refuse<W: AsyncWrite + Unpin>(io: &IoCtx, out: &mut Writer<W>, e: HeadE
         version: http::Version::HTTP_11,
         keep_alive: false,
     };
-    let (framing, _) =
-        write_response_head(&mut out.buf, parts.status, &parts.headers, None, exact, ex);
+    let (framing, _) = write_response_head(
+        &mut out.buf,
+        parts.status,
+        &parts.headers,
+        None,
+        &[],
+        exact,
+        ex,
+    );
     let mut sending = Sending::new(framing);
     let _ = poll_fn(|cx| sending.poll_send(out, &mut body, cx)).await;
 }

@@ -137,6 +137,7 @@ fn head(
         StatusCode::from_u16(status).unwrap(),
         &map,
         None,
+        &[],
         exact,
         ex,
     );
@@ -153,13 +154,22 @@ fn a_workers_fields_go_out_lowercased_beside_the_gateways_own() {
         ("Transfer-Encoding", "chunked"),
         ("X-Many", "1"),
         ("x-many", "2"),
+        ("X-Smg-Routed-Worker-Id", "the-workers-own"),
     ]);
     let mut map = HeaderMap::new();
     map.insert("x-request-id", HeaderValue::from_static("the-gateways"));
-    map.insert("x-smg-routed-worker-id", HeaderValue::from_static("w"));
+    // the gateway's own header of a worker's response, beside the map
+    let own: [(&str, &[u8]); 1] = [("x-smg-routed-worker-id", b"w")];
     let mut out = Vec::new();
-    let (framing, keep) =
-        write_response_head(&mut out, StatusCode::OK, &map, Some(&worker), None, EX);
+    let (framing, keep) = write_response_head(
+        &mut out,
+        StatusCode::OK,
+        &map,
+        Some(&worker),
+        &own,
+        None,
+        EX,
+    );
     let h = String::from_utf8(out).unwrap();
     assert_eq!(
         h,

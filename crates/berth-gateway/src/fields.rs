@@ -228,14 +228,23 @@ fn word(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(w)
 }
 
-/// Lowercases a header name (a token: ASCII only) eight bytes at a time.
+/// Lowercases a header name (a token: ASCII only) eight bytes at a time (the last eight
+/// overlapping the ones before: lowercasing twice changes nothing), a name shorter than
+/// eight byte by byte.
 pub(crate) fn lowercase(name: &mut [u8]) {
-    let mut chunks = name.chunks_exact_mut(8);
-    for chunk in &mut chunks {
-        let w = lower8(word(chunk));
-        chunk.copy_from_slice(&w.to_le_bytes());
+    let len = name.len();
+    if len < 8 {
+        name.make_ascii_lowercase();
+        return;
     }
-    chunks.into_remainder().make_ascii_lowercase();
+    let mut at = 0;
+    while at + 8 < len {
+        let w = lower8(word(&name[at..]));
+        name[at..at + 8].copy_from_slice(&w.to_le_bytes());
+        at += 8;
+    }
+    let w = lower8(word(&name[len - 8..]));
+    name[len - 8..].copy_from_slice(&w.to_le_bytes());
 }
 
 /// Whether `name` (a token as sent, any case) is `lowercase_name`: eight bytes at a time (the

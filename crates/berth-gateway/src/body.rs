@@ -68,6 +68,30 @@ impl<G: Completion, B: Body> ResBody<G, B> {
         matches!(self, Self::Proxied(_))
     }
 
+    /// The worker's body of a proxied one.
+    pub fn inner(&self) -> Option<&B> {
+        match self {
+            Self::Full(_) => None,
+            Self::Proxied(p) => Some(&p.inner),
+        }
+    }
+
+    /// The worker's body of a proxied one, to change.
+    pub fn inner_mut(&mut self) -> Option<&mut B> {
+        match self {
+            Self::Full(_) => None,
+            Self::Proxied(p) => Some(&mut p.inner),
+        }
+    }
+
+    /// The guard of a proxied body that has not ended yet, to read.
+    pub fn guard(&self) -> Option<&G> {
+        match self {
+            Self::Full(_) => None,
+            Self::Proxied(p) => p.guard.as_ref(),
+        }
+    }
+
     /// The guard of a proxied body that has not ended yet.
     pub fn guard_mut(&mut self) -> Option<&mut G> {
         match self {

@@ -47,6 +47,7 @@ mod chains;
 mod coarse_timer;
 mod discovery;
 mod eviction;
+mod fields;
 mod proxy;
 mod registry;
 mod request_body;

@@ -8,7 +8,9 @@
 //! it; a worker's own `x-request-id` is replaced by it. A client's header reaches the worker
 //! with the other end-to-end headers; a fresh id is not sent to the worker (nor is it by SMG).
 
-use http::{HeaderMap, HeaderName, HeaderValue, Response};
+use http::{HeaderName, HeaderValue, Response};
+
+use crate::fields::{Fields, same_name};
 
 use crate::rng::with_rng;
 
@@ -29,15 +31,16 @@ const RANDOM_LEN: usize = 24;
 
 const ALPHANUMERIC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-/// The id of a request: the client's, or a fresh one for its path.
-pub(crate) fn for_request(headers: &HeaderMap, path: &str) -> HeaderValue {
-    // One pass over the request's few headers rather than a hashed lookup per candidate name
-    // (those were 2-3% of a proxied request's instructions). As `get` would: only a name's
-    // first value counts, and the earliest name in `CLIENT_HEADERS` with a non-empty one wins.
+/// The id of a request (whose header fields are `fields`): the client's, or a fresh one for
+/// its path.
+pub(crate) fn for_request(fields: &Fields, path: &str) -> HeaderValue {
+    // One pass over the request's few headers rather than a lookup per candidate name. As
+    // `HeaderMap::get` would: only a name's first value counts, and the earliest name in
+    // `CLIENT_HEADERS` with a non-empty one wins.
     let mut seen = [false; 4];
-    let mut best: Option<(usize, &HeaderValue)> = None;
-    for (name, value) in headers {
-        let Some(rank) = CLIENT_HEADERS.iter().position(|n| *n == name.as_str()) else {
+    let mut best: Option<(usize, &[u8])> = None;
+    for (name, value) in fields.iter() {
+        let Some(rank) = CLIENT_HEADERS.iter().position(|n| same_name(name, n)) else {
             continue;
         };
         if std::mem::replace(&mut seen[rank], true) || value.is_empty() {
@@ -47,7 +50,9 @@ pub(crate) fn for_request(headers: &HeaderMap, path: &str) -> HeaderValue {
             best = Some((rank, value));
         }
     }
-    best.map_or_else(|| fresh(prefix(path)), |(_, v)| v.clone())
+    // the client's value, shared with its head (httparse checked its bytes)
+    best.and_then(|(_, v)| HeaderValue::from_maybe_shared(fields.shared(v)).ok())
+        .unwrap_or_else(|| fresh(prefix(path)))
 }
 
 /// Sets the id on a finished response.
@@ -89,14 +94,21 @@ fn fresh(prefix: &str) -> HeaderValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::HeaderMap;
 
     #[test]
     fn a_client_id_is_kept_and_a_missing_one_is_made_with_smgs_prefix() {
         let mut h = HeaderMap::new();
         h.insert("x-trace-id", "trace-1".parse().unwrap());
-        assert_eq!(for_request(&h, "/v1/chat/completions"), "trace-1");
+        assert_eq!(
+            for_request(&Fields::from_map(&h), "/v1/chat/completions"),
+            "trace-1"
+        );
         h.insert("x-request-id", "mine".parse().unwrap());
-        assert_eq!(for_request(&h, "/v1/chat/completions"), "mine");
+        assert_eq!(
+            for_request(&Fields::from_map(&h), "/v1/chat/completions"),
+            "mine"
+        );
         // the order of the names decides, not the order of the headers; a name whose first
         // value is empty is passed over (its later values too, as `HeaderMap::get` sees it)
         let mut h = HeaderMap::new();
@@ -104,11 +116,16 @@ mod tests {
         h.append("x-request-id", "".parse().unwrap());
         h.append("x-request-id", "second-value".parse().unwrap());
         h.append("x-correlation-id", "corr".parse().unwrap());
-        assert_eq!(for_request(&h, "/v1/chat/completions"), "corr");
+        assert_eq!(
+            for_request(&Fields::from_map(&h), "/v1/chat/completions"),
+            "corr"
+        );
         h.remove("x-correlation-id");
-        assert_eq!(for_request(&h, "/v1/chat/completions"), "last-name");
+        assert_eq!(
+            for_request(&Fields::from_map(&h), "/v1/chat/completions"),
+            "last-name"
+        );
 
-        let empty = HeaderMap::new();
         for (path, prefix) in [
             ("/v1/chat/completions", "chatcmpl-"),
             ("/v1/completions", "cmpl-"),
@@ -117,15 +134,15 @@ mod tests {
             ("/v1/messages", "msg_"),
             ("/workers", "req-"),
         ] {
-            let id = for_request(&empty, path);
+            let id = for_request(&Fields::default(), path);
             let id = id.to_str().unwrap();
             let rest = id.strip_prefix(prefix).unwrap();
             assert_eq!(rest.len(), RANDOM_LEN, "{id}");
             assert!(rest.bytes().all(|b| b.is_ascii_alphanumeric()), "{id}");
         }
         assert_ne!(
-            for_request(&empty, "/generate"),
-            for_request(&empty, "/generate")
+            for_request(&Fields::default(), "/generate"),
+            for_request(&Fields::default(), "/generate")
         );
     }
 }

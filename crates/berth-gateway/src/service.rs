@@ -7,6 +7,7 @@
 //! `smg_http_responses_total`.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 
 use crate::request_body::ConnBody;
@@ -15,61 +16,106 @@ use http::{Method, Request, Response};
 use crate::admin::{self, authorized};
 use crate::admission;
 use crate::error::{GatewayError, SseStyle};
-use crate::proxy::{self, Body, Endpoint};
+use crate::fields::Fields;
+use crate::proxy::{self, Body, ClientHead, Endpoint};
 use crate::request_body::ClientBody;
 use crate::request_id;
-use crate::state::IoCtx;
+use crate::state::{AppState, IoCtx};
 
-/// Serves one request. Never fails: every error is a response. Every response carries an
-/// `x-request-id` (the client's own, or a fresh one).
-pub(crate) async fn handle(
+/// Serves one request (its header map empty: its header fields are `fields`). Never fails:
+/// every error is a response. Every response carries an `x-request-id` (the client's own, or a
+/// fresh one).
+///
+/// What can be decided at once (the route, the method, the key) is decided before the future
+/// is made, so the future keeps only what its awaits need: one future for the service, with
+/// the proxy's future in it (not a future per step, each a copy of the one below it).
+pub(crate) fn handle(
     io: Arc<IoCtx>,
     req: Request<ConnBody>,
-) -> Result<Response<Body>, Infallible> {
-    let id = request_id::for_request(req.headers(), req.uri().path());
-    let state = io.state.clone();
-    let mut resp = dispatch(io, req).await;
-    request_id::stamp(&mut resp, id);
+    fields: Fields,
+) -> impl Future<Output = Result<Response<Body>, Infallible>> {
+    let id = request_id::for_request(&fields, req.uri().path());
+    let route = route(&io, req, fields);
+    async move {
+        let state = &io.state;
+        let mut resp = match route {
+            Route::Answered(resp) => resp,
+            Route::Generate(endpoint, head, mut body) => {
+                let permit = match &state.admission {
+                    None => None,
+                    Some(adm) => match admission::admit(adm, &mut body).await {
+                        Ok(permit) => Some(permit),
+                        Err(err) => {
+                            tracing::debug!(code = err.code().as_str(), error = %err, "request not admitted");
+                            return Ok(finish(state, err.to_response(), id));
+                        }
+                    },
+                };
+                let mut resp = proxy::proxy(state, &io.pool, endpoint, head, body).await;
+                if let Some(permit) = permit {
+                    proxy::hold_permit(&mut resp, permit);
+                }
+                if endpoint == Endpoint::Messages {
+                    proxy::set_sse_style(&mut resp, SseStyle::Anthropic);
+                }
+                resp
+            }
+            // boxed: the admin routes' future is larger than the proxy path's and would
+            // otherwise size every request's future
+            Route::Admin(req) => Box::pin(admin::serve(state, req))
+                .await
+                .unwrap_or_else(|e| e.to_response()),
+        };
+        resp = finish(state, resp, id);
+        Ok(resp)
+    }
+}
+
+/// Where a request goes, as far as its head decides.
+enum Route {
+    /// Answered at once (a refusal).
+    Answered(Response<Body>),
+    /// A generation route, past its method and key checks.
+    Generate(Endpoint, ClientHead, ClientBody),
+    /// Everything else: the admin routes (the request with its header map built).
+    Admin(Request<ConnBody>),
+}
+
+fn route(io: &IoCtx, req: Request<ConnBody>, fields: Fields) -> Route {
+    let state = &io.state;
+    let Some(endpoint) = Endpoint::from_path(req.uri().path()) else {
+        // the admin routes read the request through a header map: built here, only for them
+        let mut req = req;
+        *req.headers_mut() = fields.to_map();
+        return Route::Admin(req);
+    };
+    if req.method() != Method::POST {
+        let err = GatewayError::MethodNotAllowed(req.method().to_string());
+        return Route::Answered(err.to_response());
+    }
+    // (the header is looked for only when a key is set)
+    if let Some(key) = state.config.api_key.as_ref()
+        && !authorized(fields.first("authorization"), Some(key))
+    {
+        return Route::Answered(GatewayError::Unauthorized.to_response());
+    }
+    let (parts, body) = req.into_parts();
+    let head = ClientHead {
+        method: parts.method,
+        uri: parts.uri,
+        fields,
+    };
+    Route::Generate(endpoint, head, ClientBody::new(body))
+}
+
+/// Stamps the response's `x-request-id` and counts it.
+fn finish(state: &AppState, mut resp: Response<Body>, id: http::HeaderValue) -> Response<Body> {
+    // a worker's response keeps it beside its fields; a response the gateway made, in its map
+    if let Some(id) = proxy::set_request_id(&mut resp, id) {
+        request_id::stamp(&mut resp, id);
+    }
     state
         .metrics
         .response(resp.status(), resp.headers(), resp.body().is_proxied());
-    Ok(resp)
-}
-
-async fn dispatch(io: Arc<IoCtx>, req: Request<ConnBody>) -> Response<Body> {
-    let state = &io.state;
-    if let Some(endpoint) = Endpoint::from_path(req.uri().path()) {
-        if req.method() != Method::POST {
-            return GatewayError::MethodNotAllowed(req.method().to_string()).to_response();
-        }
-        if !authorized(req.headers(), state.config.api_key.as_ref()) {
-            return GatewayError::Unauthorized.to_response();
-        }
-        let (parts, body) = req.into_parts();
-        let mut body = ClientBody::new(body);
-        let permit = match &state.admission {
-            None => None,
-            Some(adm) => match admission::admit(adm, &mut body).await {
-                Ok(permit) => Some(permit),
-                Err(err) => {
-                    tracing::debug!(code = err.code().as_str(), error = %err, "request not admitted");
-                    return err.to_response();
-                }
-            },
-        };
-        let mut resp =
-            proxy::proxy(state, &io.pool, endpoint, Request::from_parts(parts, body)).await;
-        if let Some(permit) = permit {
-            proxy::hold_permit(&mut resp, permit);
-        }
-        if endpoint == Endpoint::Messages {
-            proxy::set_sse_style(&mut resp, SseStyle::Anthropic);
-        }
-        return resp;
-    }
-    // boxed: the admin routes' future is larger than the proxy path's and would otherwise
-    // size every request's future (hyper moves it once per request)
-    Box::pin(admin::serve(state, req))
-        .await
-        .unwrap_or_else(|e| e.to_response())
+    resp
 }

@@ -1,8 +1,6 @@
 //! Who may call what: bearer keys, compared in constant time. The generation routes
 //! (`service.rs`) and the admin routes (`routes.rs`) both check here.
 
-use http::{HeaderMap, header};
-
 use crate::config::Secret;
 use crate::state::AppState;
 
@@ -16,13 +14,11 @@ pub(crate) fn admin_key(state: &AppState) -> Option<&Secret> {
         .or(state.config.api_key.as_ref())
 }
 
-/// `Authorization: Bearer <key>` matches `key` (or no key is configured).
-pub(crate) fn authorized(headers: &HeaderMap, key: Option<&Secret>) -> bool {
+/// `Authorization: Bearer <key>` matches `key` (or no key is configured); `authorization` is
+/// the request's first `Authorization` value.
+pub(crate) fn authorized(authorization: Option<&[u8]>, key: Option<&Secret>) -> bool {
     let Some(key) = key else { return true };
-    let Some(given) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
-    else {
+    let Some(given) = authorization.and_then(|v| v.strip_prefix(b"Bearer ")) else {
         return false;
     };
     constant_time_eq(given, key.0.as_bytes())

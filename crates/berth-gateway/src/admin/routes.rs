@@ -157,7 +157,14 @@ pub(crate) async fn serve(
     let Some((route, tail)) = Route::parse(&path) else {
         return Err(GatewayError::NotFound(path));
     };
-    if route.guarded() && !authorized(req.headers(), admin_key(state)) {
+    if route.guarded()
+        && !authorized(
+            req.headers()
+                .get(http::header::AUTHORIZATION)
+                .map(http::HeaderValue::as_bytes),
+            admin_key(state),
+        )
+    {
         return Err(GatewayError::Unauthorized);
     }
     let method = req.method().clone();

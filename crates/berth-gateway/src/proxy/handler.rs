@@ -10,8 +10,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use http::{Request, Response};
+use futures_util::future::Either;
+use http::Response;
 
+use super::held::ClientHead;
 use super::prepare::prepare;
 use super::respond::Body;
 use super::{Endpoint, dispatch, pd, scan_keys, session};
@@ -21,47 +23,51 @@ use crate::state::AppState;
 use crate::upstream::Pool;
 
 /// Proxies one generation request; every failure becomes its gateway error response.
+///
+/// One future for the stages (not one per stage nested in another, each a copy of the one
+/// below it), and what a stage takes is moved into the next stage's future inside a block:
+/// nothing moved on keeps a place in this future beside it.
 pub(crate) async fn proxy(
     state: &Arc<AppState>,
     pool: &Arc<Pool>,
     endpoint: Endpoint,
-    req: Request<ClientBody>,
+    head: ClientHead,
+    body: ClientBody,
 ) -> Response<Body> {
     let start = Instant::now();
-    match forward(state, pool, endpoint, req, start).await {
-        Ok(resp) => resp,
-        Err(err) => {
-            tracing::debug!(code = err.code().as_str(), error = %err, "request refused");
-            err.to_response()
-        }
-    }
-}
-
-async fn forward(
-    state: &Arc<AppState>,
-    pool: &Arc<Pool>,
-    endpoint: Endpoint,
-    req: Request<ClientBody>,
-    start: Instant,
-) -> Result<Response<Body>, GatewayError> {
-    let (parts, body) = req.into_parts();
-    let prepared = prepare(state, endpoint, parts, body).await?;
-    // A session control applies once the request has been answered (or refused), before its
-    // response goes back. A streamed body's is seen by the scan as the body passes (a worker
-    // has read the whole body before it answers).
-    let known = prepared.inspected.session.clone();
-    let late = prepared.nvext.clone();
-    let model = (known.is_some() || late.is_some())
-        .then(|| prepared.model().map(str::to_owned))
-        .flatten();
-    let resp = match &state.pd {
-        None => dispatch::regular(state, pool, endpoint, prepared, start).await,
-        // boxed: PD's future (two legs at once) would otherwise size every request's future
-        Some(legs) => Box::pin(pd::dispatch(state, legs, pool, endpoint, prepared, start)).await,
+    let (known, late, model, stage) = {
+        let prepared = match prepare(state, endpoint, head, body).await {
+            Ok(prepared) => prepared,
+            Err(err) => return refused(err),
+        };
+        // A session control applies once the request has been answered (or refused), before
+        // its response goes back. A streamed body's is seen by the scan as the body passes (a
+        // worker has read the whole body before it answers).
+        let known = prepared.inspected.session.clone();
+        let late = prepared.nvext.clone();
+        let model = (known.is_some() || late.is_some())
+            .then(|| prepared.model().map(str::to_owned))
+            .flatten();
+        let stage = match &state.pd {
+            None => Either::Left(dispatch::regular(state, pool, endpoint, prepared, start)),
+            // boxed: PD's future (two legs at once) would otherwise size every request's future
+            Some(legs) => Either::Right(Box::pin(pd::dispatch(
+                state, legs, pool, endpoint, prepared, start,
+            ))),
+        };
+        (known, late, model, stage)
     };
+    let resp = stage.await;
     let seen = known.or_else(|| late?.get().and_then(scan_keys::session_of));
     if let Some((action, id)) = seen {
-        session::control(state, action, &id, model.as_deref()).await;
+        // boxed: rare, and its future would otherwise size every request's future
+        Box::pin(session::control(state, action, &id, model.as_deref())).await;
     }
-    resp
+    resp.unwrap_or_else(refused)
+}
+
+/// A refused request's error response.
+fn refused(err: GatewayError) -> Response<Body> {
+    tracing::debug!(code = err.code().as_str(), error = %err, "request refused");
+    err.to_response()
 }

@@ -5,106 +5,86 @@
 //! names) are dropped, and so is the `x-smg-routing-tokens` hint, which is for the gateway only.
 //! `Host` is set by the client for the worker's authority.
 
-use http::{HeaderMap, HeaderName, HeaderValue, header};
+use http::HeaderName;
 
+use crate::fields::{Fields, same_name};
 use crate::routing::HeaderSource;
 
 /// The placement hint header, consumed by the gateway.
 pub(crate) const ROUTING_TOKENS: &str = "x-smg-routing-tokens";
 
 /// The header naming the worker that served a response.
-pub(crate) const ROUTED_WORKER: HeaderName = HeaderName::from_static("x-smg-routed-worker-id");
-
-/// Whether `name` is hop-by-hop (RFC 9110 section 7.6.1, `Keep-Alive` and `Proxy-Connection`
-/// included). A match on the name's text: a `const` array of `HeaderName`s was built and
-/// dropped at every use (per header of both messages).
-fn hop_by_hop(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "proxy-authenticate"
-            | "proxy-authorization"
-            | "te"
-            | "trailer"
-            | "upgrade"
-    )
-}
+pub(crate) const ROUTED_WORKER: HeaderName = HeaderName::from_static(ROUTED_WORKER_NAME);
+pub(crate) const ROUTED_WORKER_NAME: &str = "x-smg-routed-worker-id";
 
 /// Whether a client request header goes on to the worker: not hop-by-hop, not `Host` or
 /// `Transfer-Encoding` (the upstream writer sets both), not the routing hint. Headers the
 /// client's `Connection` names are dropped by the upstream writer (`upstream/h1/head.rs`).
-pub(crate) fn forwarded(name: &HeaderName) -> bool {
+/// Names as sent (any case).
+pub(crate) fn forwarded(name: &[u8]) -> bool {
     !(hop_by_hop(name)
-        || name == header::HOST
-        || name == header::TRANSFER_ENCODING
-        || name.as_str() == ROUTING_TOKENS)
+        || same_name(name, "host")
+        || same_name(name, "transfer-encoding")
+        || same_name(name, ROUTING_TOKENS))
 }
 
-/// Drops hop-by-hop headers from a worker's response, in place.
-pub(crate) fn strip_response_headers(headers: &mut HeaderMap) {
-    // One pass over the response's few names finds the hop-by-hop ones present; only those
-    // are removed (a `remove` of each of the nine names hashed every name, ~2% of a proxied
-    // request's instructions, for responses that carry one or none of them).
-    let mut present: [Option<HeaderName>; 9] = Default::default();
-    let mut n = 0;
-    for name in headers.keys() {
-        if hop_by_hop(name) || name == header::TRANSFER_ENCODING {
-            // each name comes once from `keys`, and there are nine such names
-            if let Some(slot) = present.get_mut(n) {
-                *slot = Some(name.clone());
-                n += 1;
-            }
+/// Drops hop-by-hop fields (and those the `Connection` field names) from a worker's response
+/// head, and its `Transfer-Encoding` (the client side frames the body).
+pub(crate) fn strip_response_fields(fields: &mut Fields) {
+    // One pass over the response's few names finds whether any is to go; most have none.
+    let mut any = false;
+    let mut listing = false;
+    for (name, value) in fields.iter() {
+        if hop_by_hop(name) || same_name(name, "transfer-encoding") {
+            any = true;
+            // the common values name no header: nothing to collect
+            listing |= same_name(name, "connection")
+                && !(value.eq_ignore_ascii_case(b"keep-alive")
+                    || value.eq_ignore_ascii_case(b"close"));
         }
     }
-    if n == 0 {
+    if !any {
         return;
     }
-    for name in connection_listed(headers) {
-        headers.remove(name);
-    }
-    for name in present.into_iter().flatten() {
-        headers.remove(name);
+    let listed: Vec<Vec<u8>> = if listing {
+        fields
+            .iter()
+            .filter(|(name, _)| same_name(name, "connection"))
+            .flat_map(|(_, value)| value.split(|b| *b == b','))
+            .map(|token| token.trim_ascii().to_ascii_lowercase())
+            .filter(|token| !token.is_empty())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    fields.retain(|name, _| {
+        !(hop_by_hop(name)
+            || same_name(name, "transfer-encoding")
+            || listed.iter().any(|l| name.eq_ignore_ascii_case(l)))
+    });
+}
+
+/// Whether `name` (as sent, any case) is hop-by-hop (RFC 9110 section 7.6.1, `Keep-Alive` and
+/// `Proxy-Connection` included).
+fn hop_by_hop(name: &[u8]) -> bool {
+    // by length first: a name of another length is passed over at once
+    match name.len() {
+        2 => same_name(name, "te"),
+        7 => same_name(name, "trailer") || same_name(name, "upgrade"),
+        10 => same_name(name, "connection") || same_name(name, "keep-alive"),
+        16 => same_name(name, "proxy-connection"),
+        18 => same_name(name, "proxy-authenticate"),
+        19 => same_name(name, "proxy-authorization"),
+        _ => false,
     }
 }
 
-fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
-    let mut names = Vec::new();
-    for value in headers.get_all(header::CONNECTION) {
-        // the common values name no header: nothing to parse or allocate
-        let v = value.as_bytes();
-        if v.eq_ignore_ascii_case(b"keep-alive") || v.eq_ignore_ascii_case(b"close") {
-            continue;
-        }
-        for token in value.to_str().unwrap_or("").split(',') {
-            if let Ok(name) = HeaderName::from_bytes(token.trim().as_bytes()) {
-                names.push(name);
-            }
-        }
-    }
-    names
-}
-
-/// The routing core's view of a request's headers.
-pub(crate) struct HeaderMapSource<'a>(pub(crate) &'a HeaderMap);
-
-impl HeaderSource for HeaderMapSource<'_> {
+/// The routing core reads a request's headers from its fields: the first value of a name,
+/// found by comparing the request's few names (no map is built or hashed).
+impl HeaderSource for Fields {
     fn first_value(&self, lowercase_name: &str) -> Option<&[u8]> {
-        first(self.0, lowercase_name).map(|v| v.as_bytes())
+        self.first(lowercase_name)
     }
-}
-
-/// The first value of the header `lowercase_name`, as `HeaderMap::get` gives it, found by
-/// comparing the request's few names: `get` with a `&str` validates, lowercases and hashes the
-/// name first (about 400 instructions a lookup, against some 10 per name compared here; a
-/// request has at most the head parser's limit of names).
-pub(crate) fn first<'h>(headers: &'h HeaderMap, lowercase_name: &str) -> Option<&'h HeaderValue> {
-    // `iter` yields a name's values in order, the first one first
-    headers
-        .iter()
-        .find(|(name, _)| name.as_str() == lowercase_name)
-        .map(|(_, value)| value)
 }
 
 #[cfg(test)]
@@ -126,7 +106,8 @@ mod tests {
             "proxy-authenticate",
             "proxy-authorization",
         ] {
-            assert!(!forwarded(&HeaderName::from_static(name)), "{name}");
+            assert!(!forwarded(name.as_bytes()), "{name}");
+            assert!(!forwarded(name.to_ascii_uppercase().as_bytes()), "{name}");
         }
         for name in [
             "x-smg-routing-key",
@@ -134,13 +115,13 @@ mod tests {
             "content-type",
             "content-length",
         ] {
-            assert!(forwarded(&HeaderName::from_static(name)), "{name}");
+            assert!(forwarded(name.as_bytes()), "{name}");
         }
     }
 
     #[test]
     fn first_is_get_for_lowercase_names() {
-        let mut h = HeaderMap::new();
+        let mut h = http::HeaderMap::new();
         for (k, v) in [
             ("content-type", "application/json"),
             ("x-smg-routing-key", "a"),
@@ -149,6 +130,7 @@ mod tests {
         ] {
             h.append(HeaderName::from_static(k), v.parse().unwrap());
         }
+        let f = Fields::from_map(&h);
         for name in [
             "x-smg-routing-key",
             "content-type",
@@ -156,43 +138,46 @@ mod tests {
             "x-missing",
             "x-smg",
         ] {
-            assert_eq!(first(&h, name), h.get(name), "{name}");
+            assert_eq!(
+                f.first(name),
+                h.get(name).map(http::HeaderValue::as_bytes),
+                "{name}"
+            );
         }
-        assert_eq!(first(&h, "x-smg-routing-key").unwrap(), "a");
-        assert_eq!(HeaderMapSource(&h).first_value("x-other"), Some(&b"1"[..]));
+        assert_eq!(f.first("x-smg-routing-key").unwrap(), b"a");
+        assert_eq!(f.first_value("x-other"), Some(&b"1"[..]));
+        // names as sent, any case
+        let f = Fields::from_pairs(&[("X-SMG-Routing-Key", "k")]);
+        assert_eq!(f.first_value("x-smg-routing-key"), Some(&b"k"[..]));
     }
 
     #[test]
     fn a_response_loses_its_hop_by_hop_headers_and_those_connection_names() {
-        let mut h = HeaderMap::new();
-        for (k, v) in [
+        let mut h = Fields::from_pairs(&[
             ("content-type", "application/json"),
-            ("connection", "x-private, upgrade"),
-            ("x-private", "1"),
+            ("Connection", "x-private, upgrade"),
+            ("X-Private", "1"),
             ("keep-alive", "timeout=5"),
             ("proxy-connection", "keep-alive"),
             ("proxy-authenticate", "Basic"),
             ("te", "trailers"),
             ("trailer", "x-a"),
             ("trailer", "x-b"),
-            ("upgrade", "h2c"),
+            ("Upgrade", "h2c"),
             ("transfer-encoding", "chunked"),
             ("x-kept", "2"),
-        ] {
-            h.append(HeaderName::from_static(k), v.parse().unwrap());
-        }
-        strip_response_headers(&mut h);
-        let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+        ]);
+        strip_response_fields(&mut h);
+        let mut left: Vec<&[u8]> = h.iter().map(|(name, _)| name).collect();
         left.sort_unstable();
-        assert_eq!(left, ["content-type", "x-kept"]);
+        assert_eq!(left, [&b"content-type"[..], b"x-kept"]);
 
         // nothing hop-by-hop: untouched
-        let mut h = HeaderMap::new();
-        h.append("content-type", "text/plain".parse().unwrap());
-        h.append("x-a", "1".parse().unwrap());
-        h.append("x-a", "2".parse().unwrap());
-        let before = h.clone();
-        strip_response_headers(&mut h);
-        assert_eq!(h, before);
+        let pairs = [("content-type", "text/plain"), ("x-a", "1"), ("x-a", "2")];
+        let mut h = Fields::from_pairs(&pairs);
+        let before = h.to_map();
+        strip_response_fields(&mut h);
+        assert_eq!(h.to_map(), before);
+        assert_eq!(h.len(), 3);
     }
 }

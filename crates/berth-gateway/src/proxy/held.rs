@@ -1,12 +1,23 @@
 //! The request body as the gateway holds it, and the request each attempt sends to a worker.
 
 use bytes::Bytes;
+use http::{Method, Uri};
 
 use super::headers;
 use super::rank::with_rank;
 use crate::error::GatewayError;
+use crate::fields::Fields;
 use crate::registry::Worker;
 use crate::upstream::{Replayable, ReqHead, UpBody, UpRequest};
+
+/// The client's request head as the proxy keeps it: no header map, its header fields as they
+/// arrived.
+#[derive(Debug)]
+pub(crate) struct ClientHead {
+    pub(crate) method: Method,
+    pub(crate) uri: Uri,
+    pub(crate) fields: Fields,
+}
 
 /// The request body as the gateway holds it.
 pub(crate) enum Held {
@@ -52,7 +63,7 @@ impl Held {
     /// worker's data-parallel rank written in, and its new length, when it has one).
     pub(crate) fn request<'a>(
         &mut self,
-        parts: &'a http::request::Parts,
+        parts: &'a ClientHead,
         worker: &'a Worker,
     ) -> Result<Option<UpRequest<'a>>, GatewayError> {
         let Some((body, ranked_len)) = self.next(worker.addr.rank()) else {
@@ -66,7 +77,7 @@ impl Held {
 /// The head of the request a worker receives: the client's method, path (under the worker's
 /// prefix) and forwarded headers, the worker's `Host`, and the body's new length if it changed.
 pub(crate) fn worker_head<'a>(
-    parts: &'a http::request::Parts,
+    parts: &'a ClientHead,
     worker: &'a Worker,
     length: Option<u64>,
 ) -> ReqHead<'a> {
@@ -75,7 +86,7 @@ pub(crate) fn worker_head<'a>(
         prefix: worker.addr.prefix(),
         path: parts.uri.path_and_query().map_or("/", |pq| pq.as_str()),
         host: Some(&worker.host_header),
-        headers: &parts.headers,
+        headers: &parts.fields,
         forward: headers::forwarded,
         length,
     }

@@ -37,6 +37,7 @@ mod usage;
 pub(crate) use endpoint::Endpoint;
 pub(crate) use handler::proxy;
 pub(crate) use headers::ROUTED_WORKER;
+pub(crate) use held::ClientHead;
 #[cfg(test)]
 pub(crate) use respond::RequestGuard;
-pub(crate) use respond::{Body, hold_permit, set_sse_style};
+pub(crate) use respond::{Body, hold_permit, set_request_id, set_sse_style};

@@ -8,14 +8,13 @@
 
 use std::sync::Arc;
 
-use http::HeaderMap;
-
 use super::Endpoint;
-use super::headers::{HeaderMapSource, ROUTING_TOKENS, first};
-use super::held::Held;
+use super::headers::ROUTING_TOKENS;
+use super::held::{ClientHead, Held};
 use super::inspect::{Inspected, inspect};
 use super::scan_keys;
 use crate::error::GatewayError;
+use crate::fields::Fields;
 use crate::metrics::{BodyPathLabels, RequestLabels};
 use crate::model_scan::ModelScan;
 use crate::registry::View;
@@ -26,13 +25,14 @@ use crate::request_body::{
 use crate::routing::{BodyPath, PolicyKind, parse_routing_tokens};
 use crate::state::AppState;
 use crate::upstream::Replayable;
+use crate::upstream::h1::parse_length;
 
 /// The body-path reason when PD mode reads the body to add the bootstrap fields.
 const PD_BOOTSTRAP: &str = "pd_bootstrap";
 
 /// What the later stages know about the request.
 pub(crate) struct Prepared {
-    pub(crate) parts: http::request::Parts,
+    pub(crate) parts: ClientHead,
     pub(crate) held: Held,
     pub(crate) inspected: Inspected,
     /// A valid `x-smg-routing-tokens` hint.
@@ -67,19 +67,21 @@ fn wants_text(policy: PolicyKind) -> bool {
 pub(crate) async fn prepare(
     state: &Arc<AppState>,
     endpoint: Endpoint,
-    parts: http::request::Parts,
+    parts: ClientHead,
     body: ClientBody,
 ) -> Result<Prepared, GatewayError> {
     let deadline = BodyDeadline::new(state.config.body_timeouts, tokio::time::Instant::now());
     let view = state.registry.view();
-    let tokens =
-        first(&parts.headers, ROUTING_TOKENS).and_then(|v| parse_routing_tokens(v.as_bytes()));
+    let tokens = parts
+        .fields
+        .first(ROUTING_TOKENS)
+        .and_then(parse_routing_tokens);
     let pd = state.pd.as_ref();
     let core_path = match pd {
         // Both legs' routers may want the body; it is read anyway.
         Some(_) => BodyPath::Buffered(PD_BOOTSTRAP),
         None => state.router.request_body_path(
-            &HeaderMapSource(&parts.headers),
+            &parts.fields,
             tokens.is_some(),
             view.multi_model,
             &view.snapshot,
@@ -105,7 +107,7 @@ pub(crate) async fn prepare(
         reason: body_path.reason(),
     });
     let max = state.config.max_payload_size;
-    let length = content_length(&parts.headers);
+    let length = content_length(&parts.fields);
     if length.is_some_and(|n| n > max as u64) {
         return Err(GatewayError::PayloadTooLarge(max));
     }
@@ -149,7 +151,7 @@ pub(crate) async fn prepare(
         // key a body member may name: hold the frames until the members seen settle it.
         let want_model = !view.models.is_empty();
         let watch = state.router.watches_session_control();
-        let settled = |scan: &ModelScan| scan_keys::settled(state, &parts.headers, scan);
+        let settled = |scan: &ModelScan| scan_keys::settled(state, &parts.fields, scan);
         let hold = scanned.then(|| KeyHold {
             settled: &settled,
             budget: &state.body_budget,
@@ -263,12 +265,9 @@ fn concat(frames: Vec<bytes::Bytes>) -> bytes::Bytes {
     }
 }
 
-fn content_length(headers: &HeaderMap) -> Option<u64> {
-    first(headers, "content-length")?
-        .to_str()
-        .ok()?
-        .parse()
-        .ok()
+/// The request's `Content-Length` (the head's reader refused an invalid one).
+fn content_length(fields: &Fields) -> Option<u64> {
+    parse_length(fields.first("content-length")?)
 }
 
 #[cfg(test)]

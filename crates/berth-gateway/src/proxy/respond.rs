@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::{Response, header};
+use http::{HeaderValue, Response};
 
 use super::chain::ChainWatch;
-use super::headers::{self, ROUTED_WORKER};
+use super::headers::{self, ROUTED_WORKER_NAME};
 use super::usage::UsageWatch;
 use crate::admission::Permit;
 use crate::body::{Completion, ResBody};
@@ -55,6 +55,34 @@ pub(crate) struct RequestGuard {
     chain: Option<Box<ChainWatch>>,
     /// The answer's reported cached tokens are read (`usage.rs`).
     usage: Option<Box<UsageWatch>>,
+    /// The gateway's own headers of the response, written beside the worker's fields (no
+    /// header map is built for a worker's response): `x-smg-routed-worker-id`, and the
+    /// `x-request-id` the service sets ([`set_request_id`]).
+    routed: HeaderValue,
+    request_id: Option<HeaderValue>,
+}
+
+impl RequestGuard {
+    /// The gateway's own headers of the response (names lowercase), in order.
+    pub(crate) fn own_headers(&self) -> impl Iterator<Item = (&'static str, &[u8])> {
+        std::iter::once((ROUTED_WORKER_NAME, self.routed.as_bytes())).chain(
+            self.request_id
+                .as_ref()
+                .map(|id| ("x-request-id", id.as_bytes())),
+        )
+    }
+}
+
+/// Sets a worker's response's `x-request-id` (beside its fields, see [`RequestGuard`]); a
+/// response the gateway made gets `id` back, for its header map.
+pub(crate) fn set_request_id(resp: &mut Response<Body>, id: HeaderValue) -> Option<HeaderValue> {
+    match resp.body_mut().guard_mut() {
+        Some(g) => {
+            g.request_id = Some(id);
+            None
+        }
+        None => Some(id),
+    }
 }
 
 /// How a broken server-sent-event stream ends.
@@ -155,15 +183,17 @@ pub(crate) fn respond(
         .take_ticket()
         .filter(|_| resp.status().is_success() && state.pd.is_none())
         .map(|t| Box::new(UsageWatch::new(state, t, worker.url.clone())));
-    let (mut parts, incoming) = resp.into_parts();
-    headers::strip_response_headers(&mut parts.headers);
-    parts
-        .headers
-        .insert(ROUTED_WORKER, worker.url_header.clone());
-    let event_stream = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    // the worker's header fields travel with its body (no header map): hop-by-hop ones are
+    // dropped here, the rest written by the client side beside the gateway's own headers (the
+    // guard's, `own_headers`)
+    let (parts, mut incoming) = resp.into_parts();
+    if let Some(fields) = incoming.fields_mut() {
+        headers::strip_response_fields(fields);
+    }
+    let event_stream = incoming
+        .fields()
+        .and_then(|f| f.first("content-type"))
+        .is_some_and(|v| v.starts_with(b"text/event-stream"));
     let guard = RequestGuard {
         lease: Some(decision.lease),
         start,
@@ -180,6 +210,8 @@ pub(crate) fn respond(
         permit: None,
         chain: chain.filter(|_| parts.status.is_success()).map(Box::new),
         usage,
+        routed: worker.url_header.clone(),
+        request_id: None,
     };
     Response::from_parts(parts, ResBody::proxied(incoming, guard))
 }

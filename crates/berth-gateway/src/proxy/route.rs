@@ -5,9 +5,10 @@
 //! the leg's own router and worker view, with the leg in the request so pins stay apart).
 
 use super::Endpoint;
-use super::headers::HeaderMapSource;
+use super::held::ClientHead;
 use super::inspect::Inspected;
 use crate::error::GatewayError;
+use crate::fields::Fields;
 use crate::metrics::LegBranchLabels;
 use crate::registry::{View, Worker};
 use crate::rng::with_rng;
@@ -18,7 +19,7 @@ use crate::state::AppState;
 
 /// The facts of one request that routing may use.
 pub(crate) struct RouteFacts<'a> {
-    headers: HeaderMapSource<'a>,
+    headers: &'a Fields,
     rid: Option<&'a str>,
     body: Option<&'a BodyKeys>,
     /// The model the request names, or the fleet's only model.
@@ -33,14 +34,14 @@ pub(crate) struct RouteFacts<'a> {
 impl<'a> RouteFacts<'a> {
     pub(crate) fn new(
         endpoint: Endpoint,
-        parts: &'a http::request::Parts,
+        parts: &'a ClientHead,
         inspected: &'a Inspected,
         tokens: Option<&'a [u32]>,
         (inspect_body, feedback_read): (bool, bool),
         view: &'a View,
     ) -> Self {
         Self {
-            headers: HeaderMapSource(&parts.headers),
+            headers: &parts.fields,
             rid: inspected.rid.as_deref().filter(|_| endpoint.reads_rid()),
             body: inspected.keys.as_ref(),
             model: inspected
@@ -66,7 +67,7 @@ impl<'a> RouteFacts<'a> {
         let loads = state.registry.loads();
         let req = RouteRequest {
             rid: self.rid,
-            headers: &self.headers,
+            headers: self.headers,
             body: self.body,
             model: self.model,
             leg,

@@ -2,11 +2,9 @@
 //! (`model_scan.rs`) keeps of the top-level members, turned into the fields `inspect.rs` reads
 //! from a buffered body, and the test that the members seen so far settle the routing key.
 
-use http::HeaderMap;
-
 use super::body_keys::KeyFields;
-use super::headers::HeaderMapSource;
 use super::inspect::{Inspected, SessionAction};
+use crate::fields::Fields;
 use crate::model_scan::{Field, Kept, ModelScan};
 use crate::routing::{BodyKeys, Source};
 use crate::state::AppState;
@@ -37,7 +35,7 @@ fn field_of(source: &Source) -> Option<Field> {
 /// `previous_response_id` counts as a key when this replica's chain map knows it (one the
 /// store would resolve is looked up once the body is in, and wins then anyway: it ranks above
 /// whatever settled the key after it).
-pub(super) fn settled(state: &AppState, headers: &HeaderMap, scan: &ModelScan) -> bool {
+pub(super) fn settled(state: &AppState, headers: &Fields, scan: &ModelScan) -> bool {
     if scan.ended() {
         return true;
     }
@@ -51,11 +49,9 @@ pub(super) fn settled(state: &AppState, headers: &HeaderMap, scan: &ModelScan) -
         keys.get_or_insert_with(BodyKeys::default)
             .previous_response_key = Some(key);
     }
-    state
-        .router
-        .body_key_settled(keys.as_ref(), &HeaderMapSource(headers), &|s| {
-            field_of(s).is_none_or(|f| scan.seen(f))
-        })
+    state.router.body_key_settled(keys.as_ref(), headers, &|s| {
+        field_of(s).is_none_or(|f| scan.seen(f))
+    })
 }
 
 /// What routing reads of a streamed body's first frames: its model, its session control and

@@ -167,7 +167,7 @@ mod tests {
         let worker = registry.add(&sim.url(), Vec::new(), true).unwrap();
         let pool = Arc::new(Pool::default());
         for _ in 0..5 {
-            let headers = http::HeaderMap::new();
+            let headers = crate::fields::Fields::default();
             let req = UpRequest {
                 head: ReqHead {
                     method: &http::Method::GET,

@@ -25,7 +25,21 @@ impl Placement {
                 use std::hash::BuildHasher;
                 static STATE: std::sync::OnceLock<std::collections::hash_map::RandomState> =
                     std::sync::OnceLock::new();
-                let h = STATE.get_or_init(Default::default).hash_one(key);
+                thread_local! {
+                    /// The last key placed on this thread and its hash: a request's key is
+                    /// placed twice in a row (its shard, then its home slot in the shard), and
+                    /// is hashed once.
+                    static LAST: std::cell::Cell<Option<(u128, u64)>> =
+                        const { std::cell::Cell::new(None) };
+                }
+                let h = match LAST.get() {
+                    Some((k, h)) if k == key => h,
+                    _ => {
+                        let h = STATE.get_or_init(Default::default).hash_one(key);
+                        LAST.set(Some((key, h)));
+                        h
+                    }
+                };
                 ((h >> 56) as usize, h as usize)
             }
             #[cfg(test)]

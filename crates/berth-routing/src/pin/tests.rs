@@ -190,3 +190,19 @@ fn keyed_placement_spreads_keys_crafted_to_collide() {
         .collect();
     assert!(homes.len() > 1900, "{}", homes.len());
 }
+
+#[test]
+fn a_keys_place_is_the_same_whether_its_hash_was_kept_or_made() {
+    let keyed = slots::Placement::Keyed;
+    let keys = [3u128, 5, 1 << 100, u128::MAX];
+    let fresh: Vec<_> = keys.iter().map(|k| keyed.spot(*k)).collect();
+    // again, each right after itself (kept) and after another key (made again)
+    for (k, want) in keys.iter().zip(&fresh) {
+        assert_eq!(keyed.spot(*k), *want);
+        assert_eq!(keyed.spot(*k), *want);
+    }
+    for (k, want) in keys.iter().zip(&fresh).rev() {
+        assert_eq!(keyed.spot(*k), *want);
+    }
+    assert_ne!(fresh[0], fresh[1]);
+}

@@ -20,7 +20,7 @@ use crate::error::GatewayError;
 use crate::pd::PdLegs;
 use crate::proxy::Endpoint;
 use crate::proxy::chain::ChainWatch;
-use crate::proxy::held::{Held, worker_head};
+use crate::proxy::held::{ClientHead, Held, worker_head};
 use crate::proxy::prepare::Prepared;
 use crate::proxy::rank::with_rank;
 use crate::proxy::respond::{Body, respond};
@@ -199,7 +199,7 @@ async fn attempt(
     upstream: &Upstream<'_>,
     legs: &PdLegs,
     decode_registry: &Arc<Registry>,
-    parts: &http::request::Parts,
+    parts: &ClientHead,
     pw: &Worker,
     dw: &Worker,
     body: Bytes,
@@ -238,7 +238,7 @@ async fn attempt(
 async fn run_prefill(
     upstream: &Upstream<'_>,
     registry: &Arc<Registry>,
-    parts: &http::request::Parts,
+    parts: &ClientHead,
     pw: &Worker,
     body: Bytes,
 ) -> Result<(), (GatewayError, bool)> {
@@ -320,7 +320,7 @@ where
 /// breaker report are the attempt's).
 async fn send(
     upstream: &Upstream<'_>,
-    parts: &http::request::Parts,
+    parts: &ClientHead,
     worker: &Worker,
     body: Bytes,
     report: impl Fn(Outcome),
@@ -342,11 +342,7 @@ async fn send(
 
 /// The request to one leg's worker: the client's method, path and end-to-end headers, the
 /// worker's `Host`, and the body with the bootstrap fields (and a data-parallel rank).
-fn leg_request<'a>(
-    parts: &'a http::request::Parts,
-    worker: &'a Worker,
-    body: Bytes,
-) -> UpRequest<'a> {
+fn leg_request<'a>(parts: &'a ClientHead, worker: &'a Worker, body: Bytes) -> UpRequest<'a> {
     let body = worker
         .addr
         .rank()

@@ -1,6 +1,6 @@
 //! Message heads on the client side: the request head parsed (httparse) into an
-//! `http::Request` whose header values are slices of the head's bytes, with its body framing and
-//! keep-alive; the response head written from the response's parts into a reused buffer. Pure:
+//! `http::Request` (method, target, version) and its header fields as the head's bytes and
+//! spans ([`Fields`]: no header map), with its body framing and keep-alive; the response head written from the response's parts into a reused buffer. Pure:
 //! no IO.
 
 use std::cell::RefCell;
@@ -8,13 +8,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use std::mem::MaybeUninit;
 
-use bytes::{Bytes, BytesMut};
-use http::header::{CONNECTION, CONTENT_LENGTH, DATE, EXPECT, TRANSFER_ENCODING};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, Version};
+use bytes::BytesMut;
+use http::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
-use crate::upstream::h1::{
-    BodyFraming, FramingHeaders, Span, header_spans, itoa, keep_spans, parse_length, take_spans,
-};
+use crate::fields::{Fields, header_spans, same_name, take_spans};
+use crate::upstream::h1::{BodyFraming, FramingHeaders, itoa, parse_length};
 
 /// Headers a request head may have (more: 431).
 pub(crate) const MAX_HEADERS: usize = 100;
@@ -33,7 +31,10 @@ pub(crate) enum HeadError {
 /// A parsed request head.
 #[derive(Debug)]
 pub(crate) struct Head {
+    /// Method, target and version; its header map stays empty: the fields are `fields`.
     pub(crate) req: Request<()>,
+    /// The header fields, as the client sent them (no header map is built).
+    pub(crate) fields: Fields,
     /// The request body's framing: `Length` (0 for none) or `Chunked`.
     pub(crate) body: BodyFraming,
     /// The client may send another request after this one.
@@ -42,12 +43,8 @@ pub(crate) struct Head {
     pub(crate) expect_continue: bool,
 }
 
-/// Parses the request head at the start of `buf` and takes it off; `None`: not whole yet. Its
-/// headers go into `spare` (an empty map, taken; its tables are reused).
-pub(crate) fn parse_request(
-    buf: &mut BytesMut,
-    spare: &mut HeaderMap,
-) -> Result<Option<Head>, HeadError> {
+/// Parses the request head at the start of `buf` and takes it off; `None`: not whole yet.
+pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadError> {
     let mut slots = [const { MaybeUninit::uninit() }; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);
     let len = match req.parse_with_uninit_headers(buf, &mut slots) {
@@ -75,39 +72,26 @@ pub(crate) fn parse_request(
     let mut spans = take_spans();
     spans.extend(header_spans(buf, req.headers));
     let head = buf.split_to(len).freeze();
-    let headers = std::mem::take(spare);
-    let parsed = request_head(&head, target, &spans, method, version, headers).map(Some);
-    keep_spans(spans);
-    parsed
-}
-
-/// The request head in `head` (its target at `target`, its headers at `spans`, put in the
-/// empty `headers`).
-fn request_head(
-    head: &Bytes,
-    target: std::ops::Range<usize>,
-    spans: &[Span],
-    method: Method,
-    version: Version,
-    mut headers: HeaderMap,
-) -> Result<Head, HeadError> {
     let uri = Uri::from_maybe_shared(head.slice(target))
         .map_err(|e| HeadError::Bad(format!("invalid request target: {e}")))?;
-    debug_assert!(headers.is_empty());
-    headers.reserve(spans.len());
+    request_head(Fields::new(head, spans), uri, method, version).map(Some)
+}
+
+/// The request head with target `uri` and header fields `fields`.
+fn request_head(
+    fields: Fields,
+    uri: Uri,
+    method: Method,
+    version: Version,
+) -> Result<Head, HeadError> {
     let mut framing_headers = FramingHeaders::new(version);
     let mut expect_continue = false;
-    for &[ns, ne, vs, ve] in spans {
-        let name = header_name(&head[ns..ne]).map_err(|e| HeadError::Bad(e.to_string()))?;
-        let raw = &head[vs..ve];
-        let framing = framing_headers.see(&name, raw).map_err(bad)?;
-        if !framing && name == EXPECT {
+    for (name, raw) in fields.iter() {
+        let framing = framing_headers.see(name, raw).map_err(bad)?;
+        if !framing && same_name(name, "expect") {
             expect_continue = version == Version::HTTP_11
                 && raw.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         }
-        let value = HeaderValue::from_maybe_shared(head.slice(vs..ve))
-            .map_err(|e| HeadError::Bad(e.to_string()))?;
-        headers.append(name, value);
     }
     let FramingHeaders {
         length,
@@ -130,25 +114,13 @@ fn request_head(
     *req.method_mut() = method;
     *req.uri_mut() = uri;
     *req.version_mut() = version;
-    *req.headers_mut() = headers;
     Ok(Head {
         req,
+        fields,
         body,
         keep_alive,
         expect_continue,
     })
-}
-
-/// The routing-key header most requests carry: not a standard name, so `from_bytes` would copy
-/// it into a new allocation per request; this one is static.
-const ROUTING_KEY: HeaderName = HeaderName::from_static("x-smg-routing-key");
-
-/// A header's name as `HeaderName::from_bytes` makes it, the routing-key header without a copy.
-fn header_name(raw: &[u8]) -> Result<HeaderName, http::header::InvalidHeaderName> {
-    if raw.eq_ignore_ascii_case(ROUTING_KEY.as_str().as_bytes()) {
-        return Ok(ROUTING_KEY);
-    }
-    HeaderName::from_bytes(raw)
 }
 
 fn bad(what: &str) -> HeadError {
@@ -177,46 +149,51 @@ pub(crate) struct Exchange {
     pub(crate) keep_alive: bool,
 }
 
-/// Writes the head of a response (`status`, `headers`, a body of `exact` length when known) to
-/// `out`; returns the body's framing and whether the connection stays open after it.
+/// Writes the head of a response (`status`, the worker's header fields `worker` if any, then
+/// `headers`, then `own` (the gateway's own headers of a worker's response: lowercase names),
+/// a body of `exact` length when known) to `out`; returns the body's framing and whether the
+/// connection stays open after it. A name in `headers` or `own` replaces the worker's fields
+/// of that name (`x-request-id`, `x-smg-routed-worker-id`); the worker's names are written
+/// lowercased, as a header map would.
 pub(crate) fn write_response_head(
     out: &mut Vec<u8>,
     status: StatusCode,
     headers: &HeaderMap,
+    worker: Option<&Fields>,
+    own: &[(&str, &[u8])],
     exact: Option<u64>,
     ex: Exchange,
 ) -> (Out, bool) {
-    let mut keep_alive = ex.keep_alive;
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\n");
-    let mut length = None;
-    for (name, value) in headers {
-        if name == TRANSFER_ENCODING {
-            continue;
-        }
-        if name == CONNECTION {
-            if value
-                .as_bytes()
-                .split(|b| *b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
-            {
-                keep_alive = false;
-            }
-            continue;
-        }
-        if name == CONTENT_LENGTH {
-            // the first valid one is the body's length; more are dropped
-            match parse_length(value.as_bytes()) {
-                Some(n) if length.is_none() => length = Some(n),
-                _ => continue,
-            }
-        }
-        put_header(out, name.as_str().as_bytes(), value.as_bytes());
+    let mut w = HeadState {
+        keep_alive: ex.keep_alive,
+        length: None,
+        dated: false,
+    };
+    if let Some(fields) = worker {
+        // the gateway's own names (a proxied response has two) replace the worker's
+        let replaced = |name: &[u8]| {
+            own.iter().any(|(o, _)| same_name(name, o))
+                || (!headers.is_empty() && headers.keys().any(|n| same_name(name, n.as_str())))
+        };
+        fields.write_kept(out, |name, value| !replaced(name) && w.admit(name, value));
     }
-    if !headers.contains_key(DATE) {
+    let map = headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes()));
+    for (name, value) in map.chain(own.iter().copied()) {
+        if w.admit(name.as_bytes(), value) {
+            put_header(out, name.as_bytes(), value);
+        }
+    }
+    let HeadState {
+        mut keep_alive,
+        length,
+        dated,
+    } = w;
+    if !dated {
         put_date(out);
     }
     let bodiless = status.is_informational()
@@ -248,6 +225,47 @@ pub(crate) fn write_response_head(
     }
     out.extend_from_slice(b"\r\n");
     (framing, keep_alive)
+}
+
+/// What a response head's header lines said, as they are written.
+struct HeadState {
+    keep_alive: bool,
+    /// The first valid `Content-Length`.
+    length: Option<u64>,
+    /// A `Date` was written.
+    dated: bool,
+}
+
+impl HeadState {
+    /// Whether a header line is written, noting what it says. The framing headers are the
+    /// writer's: `Transfer-Encoding` is dropped, `Connection` only read (for `close`), and of
+    /// several `Content-Length`s the first valid one is kept.
+    fn admit(&mut self, name: &[u8], value: &[u8]) -> bool {
+        match name.len() {
+            17 if same_name(name, "transfer-encoding") => false,
+            10 if same_name(name, "connection") => {
+                if value
+                    .split(|b| *b == b',')
+                    .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
+                {
+                    self.keep_alive = false;
+                }
+                false
+            }
+            14 if same_name(name, "content-length") => match parse_length(value) {
+                Some(n) if self.length.is_none() => {
+                    self.length = Some(n);
+                    true
+                }
+                _ => false,
+            },
+            4 if same_name(name, "date") => {
+                self.dated = true;
+                true
+            }
+            _ => true,
+        }
+    }
 }
 
 fn put_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {

@@ -5,10 +5,11 @@
 //! future into its dispatcher, fed the request body through a channel, and re-reserved its
 //! read buffer per head. Here one task per connection does it all: the connection keeps one
 //! read and one write buffer for its whole life; a request head is parsed (httparse) into an
-//! `http::Request` whose header values are slices of the head's bytes; the request body
+//! `http::Request` (method, target, version) and its header fields, kept as the head's bytes
+//! and spans (`crate::fields::Fields`, no header map); the request body
 //! ([`ConnBody`]) decodes straight out of the read buffer in the connection's task; the service
 //! future is polled where it lies (no per-request task, no move); the response head is
-//! written from the response's parts and the body relayed with its framing (content-length when
+//! written from the response's parts (and a worker's header fields) and the body relayed with its framing (content-length when
 //! known, else chunked; none for `HEAD`, 204, 304), head and first data in one write.
 //!
 //! The connection's rules: keep-alive per HTTP/1.1 (HTTP/1.0 only with `Connection:
@@ -135,10 +136,11 @@ pub(crate) async fn serve<R, W>(
         };
         let (parts, ()) = head.req.into_parts();
         let req = Request::from_parts(parts, body);
+        let fields = head.fields;
 
         // the service, in this task; a 100 Continue when its body is first read
         let resp = {
-            let mut served = pin!(service::handle(io.clone(), req));
+            let mut served = pin!(service::handle(io.clone(), req, fields));
             poll_fn(|cx| {
                 if let Poll::Ready(Ok(resp)) = served.as_mut().poll(cx) {
                     return Poll::Ready(Some(resp));
@@ -160,22 +162,32 @@ pub(crate) async fn serve<R, W>(
         stopping |= *stop.borrow();
 
         // the response
-        let (mut parts, mut body) = resp.into_parts();
+        let (parts, mut body) = resp.into_parts();
         let exact = body.size_hint().exact();
+        // a worker's header fields travel with its body; written, they are done with
+        let worker = body.inner_mut().and_then(|b| b.take_fields());
+        let mut own: [(&str, &[u8]); 2] = [("", b""); 2];
+        let mut owned = 0;
+        for (slot, header) in own
+            .iter_mut()
+            .zip(body.guard().into_iter().flat_map(|g| g.own_headers()))
+        {
+            *slot = header;
+            owned += 1;
+        }
         let (framing, keep_alive) = write_response_head(
             &mut out.buf,
             parts.status,
             &parts.headers,
+            worker.as_ref(),
+            &own[..owned],
             exact,
             Exchange {
                 keep_alive: ex.keep_alive && !stopping,
                 ..ex
             },
         );
-        // the response's header map, emptied, takes the next request's headers
-        let headers = std::mem::take(&mut parts.headers);
-        drop(parts);
-        lock(&read).recycle(headers);
+        drop((worker, parts));
         let mut sending = Sending::new(framing);
         let sent = poll_fn(|cx| {
             if let Poll::Ready(r) = sending.poll_send(&mut out, &mut body, cx) {
@@ -209,7 +221,7 @@ async fn refuse<W: AsyncWrite + Unpin>(io: &IoCtx, out: &mut Writer<W>, e: HeadE
     *resp.status_mut() = status;
     request_id::stamp(
         &mut resp,
-        request_id::for_request(&http::HeaderMap::new(), "/"),
+        request_id::for_request(&crate::fields::Fields::default(), "/"),
     );
     io.state
         .metrics
@@ -221,7 +233,15 @@ async fn refuse<W: AsyncWrite + Unpin>(io: &IoCtx, out: &mut Writer<W>, e: HeadE
         version: http::Version::HTTP_11,
         keep_alive: false,
     };
-    let (framing, _) = write_response_head(&mut out.buf, parts.status, &parts.headers, exact, ex);
+    let (framing, _) = write_response_head(
+        &mut out.buf,
+        parts.status,
+        &parts.headers,
+        None,
+        &[],
+        exact,
+        ex,
+    );
     let mut sending = Sending::new(framing);
     let _ = poll_fn(|cx| sending.poll_send(out, &mut body, cx)).await;
 }

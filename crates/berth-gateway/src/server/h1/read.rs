@@ -7,7 +7,6 @@ use std::io;
 use std::task::{Context, Poll, ready};
 
 use bytes::{Bytes, BytesMut};
-use http::HeaderMap;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::head::{Head, HeadError, MAX_HEAD, parse_request};
@@ -42,14 +41,7 @@ pub(crate) struct ReadSide<R> {
     pub(crate) broken: bool,
     /// The current request's number on the connection.
     pub(crate) request: u64,
-    /// An empty header map whose tables the next head's headers go into: the previous
-    /// response's, cleared (two allocations and frees fewer per request).
-    spare: HeaderMap,
 }
-
-/// The most headers a kept map may have room for (a larger one is dropped: a connection keeps
-/// at most this much).
-const SPARE_HEADERS: usize = 32;
 
 /// Why no request head was read.
 #[derive(Debug)]
@@ -70,15 +62,6 @@ impl<R: AsyncRead + Unpin + Send> ReadSide<R> {
             eof: false,
             broken: false,
             request: 0,
-            spare: HeaderMap::new(),
-        }
-    }
-
-    /// Keeps a response's header map, emptied, for the next request head.
-    pub(crate) fn recycle(&mut self, mut headers: HeaderMap) {
-        if headers.capacity() <= SPARE_HEADERS {
-            headers.clear();
-            self.spare = headers;
         }
     }
 
@@ -99,7 +82,7 @@ impl<R: AsyncRead + Unpin + Send> ReadSide<R> {
     pub(crate) fn poll_head(&mut self, cx: &mut Context<'_>) -> Poll<Result<Head, NoHead>> {
         loop {
             if !self.buf.is_empty() {
-                match parse_request(&mut self.buf, &mut self.spare) {
+                match parse_request(&mut self.buf) {
                     Ok(Some(head)) => {
                         self.request += 1;
                         self.body = Decoder::new(head.body);
@@ -239,22 +222,5 @@ impl<R> ReadSide<R> {
             io::ErrorKind::UnexpectedEof,
             "the client closed the connection mid-body",
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_small_map_is_kept_and_it_is_kept_empty() {
-        let mut r = ReadSide::new(tokio::io::empty());
-        let mut small = HeaderMap::new();
-        small.append("x-a", http::HeaderValue::from_static("1"));
-        r.recycle(small);
-        assert!(r.spare.is_empty() && r.spare.capacity() > 0);
-        let mut r = ReadSide::new(tokio::io::empty());
-        r.recycle(HeaderMap::with_capacity(4 * SPARE_HEADERS));
-        assert_eq!(r.spare.capacity(), 0, "a large map is dropped");
     }
 }

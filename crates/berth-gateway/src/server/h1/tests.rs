@@ -16,50 +16,24 @@ fn a_head_split_at_every_point_parses_only_when_whole() {
     let wire = format!("{HEAD}hello world!");
     for at in 0..HEAD.len() {
         let mut buf = BytesMut::from(&wire.as_bytes()[..at]);
-        assert!(
-            parse_request(&mut buf, &mut HeaderMap::new())
-                .unwrap()
-                .is_none(),
-            "at {at}"
-        );
+        assert!(parse_request(&mut buf).unwrap().is_none(), "at {at}");
         assert_eq!(buf.len(), at, "nothing taken before the head is whole");
     }
     let mut buf = BytesMut::from(wire.as_bytes());
-    let head = parse_request(&mut buf, &mut HeaderMap::new())
-        .unwrap()
-        .unwrap();
+    let head = parse_request(&mut buf).unwrap().unwrap();
     assert_eq!(head.req.method(), Method::POST);
     assert_eq!(head.req.uri().path(), "/v1/chat/completions");
     assert_eq!(head.req.uri().query(), Some("x=1"));
     assert_eq!(head.req.version(), Version::HTTP_11);
-    assert_eq!(head.req.headers()["x-key"], "a b");
-    assert_eq!(head.req.headers()["host"], "gw");
+    assert_eq!(head.fields.to_map()["x-key"], "a b");
+    assert_eq!(head.fields.to_map()["host"], "gw");
+    assert!(
+        head.req.headers().is_empty(),
+        "the fields are not put in a map"
+    );
     assert_eq!(head.body, BodyFraming::Length(12));
     assert!(head.keep_alive && !head.expect_continue);
     assert_eq!(&buf[..], b"hello world!", "the body stays in the buffer");
-}
-
-#[test]
-fn a_recycled_map_takes_the_next_head_as_a_new_one_would() {
-    // a response's map, emptied: its tables hold the next request's headers, nothing of its own
-    let mut spare = HeaderMap::new();
-    for (k, v) in [
-        ("content-type", "x"),
-        ("x-request-id", "r"),
-        ("x-key", "old"),
-    ] {
-        spare.append(k, HeaderValue::from_static(v));
-    }
-    spare.clear();
-    let mut buf = BytesMut::from(HEAD.as_bytes());
-    let head = parse_request(&mut buf, &mut spare).unwrap().unwrap();
-    let fresh = parse(HEAD).unwrap();
-    assert_eq!(head.req.headers(), fresh.req.headers());
-    assert_eq!(head.req.headers().len(), 3);
-    assert!(
-        spare.is_empty() && spare.capacity() == 0,
-        "the spare was taken"
-    );
 }
 
 #[test]
@@ -70,7 +44,8 @@ fn the_routing_key_name_is_the_one_from_bytes_makes() {
         "X-Smg-Routing-KEY",
     ] {
         let head = parse(&format!("GET / HTTP/1.1\r\n{spelt}: k1\r\n\r\n")).unwrap();
-        let (name, value) = head.req.headers().iter().next().unwrap();
+        let map = head.fields.to_map();
+        let (name, value) = map.iter().next().unwrap();
         assert_eq!(
             *name,
             http::HeaderName::from_bytes(spelt.as_bytes()).unwrap()
@@ -81,12 +56,13 @@ fn the_routing_key_name_is_the_one_from_bytes_makes() {
     // a longer or shorter name is its own
     let head =
         parse("GET / HTTP/1.1\r\nx-smg-routing-keys: a\r\nx-smg-routing-ke: b\r\n\r\n").unwrap();
-    let names: Vec<&str> = head.req.headers().keys().map(|n| n.as_str()).collect();
+    let map = head.fields.to_map();
+    let names: Vec<&str> = map.keys().map(|n| n.as_str()).collect();
     assert_eq!(names, ["x-smg-routing-keys", "x-smg-routing-ke"]);
 }
 
 fn parse(raw: &str) -> Result<super::head::Head, HeadError> {
-    parse_request(&mut BytesMut::from(raw.as_bytes()), &mut HeaderMap::new()).map(Option::unwrap)
+    parse_request(&mut BytesMut::from(raw.as_bytes())).map(Option::unwrap)
 }
 
 #[test]
@@ -160,10 +136,48 @@ fn head(
         &mut out,
         StatusCode::from_u16(status).unwrap(),
         &map,
+        None,
+        &[],
         exact,
         ex,
     );
     (String::from_utf8(out).unwrap(), framing, keep)
+}
+
+#[test]
+fn a_workers_fields_go_out_lowercased_beside_the_gateways_own() {
+    let worker = crate::fields::Fields::from_pairs(&[
+        ("Content-Type", "text/event-stream"),
+        ("X-Request-Id", "the-workers"),
+        ("Date", "Tue, 01 Dec 2026 10:00:00 GMT"),
+        ("Content-Length", "12"),
+        ("Transfer-Encoding", "chunked"),
+        ("X-Many", "1"),
+        ("x-many", "2"),
+        ("X-Smg-Routed-Worker-Id", "the-workers-own"),
+    ]);
+    let mut map = HeaderMap::new();
+    map.insert("x-request-id", HeaderValue::from_static("the-gateways"));
+    // the gateway's own header of a worker's response, beside the map
+    let own: [(&str, &[u8]); 1] = [("x-smg-routed-worker-id", b"w")];
+    let mut out = Vec::new();
+    let (framing, keep) = write_response_head(
+        &mut out,
+        StatusCode::OK,
+        &map,
+        Some(&worker),
+        &own,
+        None,
+        EX,
+    );
+    let h = String::from_utf8(out).unwrap();
+    assert_eq!(
+        h,
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+         date: Tue, 01 Dec 2026 10:00:00 GMT\r\ncontent-length: 12\r\nx-many: 1\r\n\
+         x-many: 2\r\nx-request-id: the-gateways\r\nx-smg-routed-worker-id: w\r\n\r\n"
+    );
+    assert_eq!((framing, keep), (Out::Length(12), true));
 }
 
 #[test]

@@ -14,6 +14,7 @@ use super::H1Error;
 use super::conn::{H1Conn, Upload};
 use super::decode::{Decoder, Step};
 use super::head::{Parsed, ReqHead, ResponseHead, parse_response, write_request_head};
+use crate::fields::Fields;
 
 /// The longest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -38,7 +39,8 @@ pub(crate) struct SendFail {
     pub(crate) stale: bool,
 }
 
-/// Sends the request `head` with `body` on `conn` and waits for the response head. The
+/// Sends the request `head` with `body` on `conn` and waits for the response head (its status
+/// and version; its header fields are the body's, [`RespBody::fields`]). The
 /// response's body reads the rest (and finishes sending a request body the worker answered
 /// before it ended); read to its end on a connection that stays open, the connection goes to
 /// `home`.
@@ -78,16 +80,17 @@ where
     .await
     .map_err(|e| fail(e, conn.read_any))?;
     let decoder = Decoder::new(resp_head.framing);
+    // the response's header map stays empty: the worker's fields travel with the body
     let mut resp = Response::new(RespBody {
         conn: Some(conn),
         upload,
         decoder,
         keep_alive: resp_head.keep_alive,
         home: Some(home),
+        fields: Some(resp_head.fields),
     });
     *resp.status_mut() = resp_head.status;
     *resp.version_mut() = resp_head.version;
-    *resp.headers_mut() = resp_head.headers;
     Ok(resp)
 }
 
@@ -127,9 +130,27 @@ pub(crate) struct RespBody<IO, B, R: GiveBack<IO>> {
     decoder: Decoder,
     keep_alive: bool,
     home: Option<R>,
+    /// The worker's header fields (the response's header map is empty): read and filtered
+    /// by the proxy, written by the client side, which then takes them.
+    fields: Option<Fields>,
 }
 
 impl<IO, B, R: GiveBack<IO>> RespBody<IO, B, R> {
+    /// The worker's header fields, until taken.
+    pub(crate) fn fields(&self) -> Option<&Fields> {
+        self.fields.as_ref()
+    }
+
+    /// The worker's header fields, to filter.
+    pub(crate) fn fields_mut(&mut self) -> Option<&mut Fields> {
+        self.fields.as_mut()
+    }
+
+    /// Takes the worker's header fields (once written).
+    pub(crate) fn take_fields(&mut self) -> Option<Fields> {
+        self.fields.take()
+    }
+
     /// The body ended: the connection goes home when it can carry another request (the
     /// response was whole, the upload ended, nothing unasked arrived after it), else it closes.
     fn finish(&mut self) {

@@ -1,11 +1,11 @@
-//! Message heads: the request head written from the request's parts into a reused buffer, and
+//! Message heads: the request head written from the client's head into a reused buffer, and
 //! the worker's response head parsed (httparse) with its body framing. Pure: no IO.
 
 use bytes::{Buf, BytesMut};
-use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
+use http::{HeaderValue, Method, StatusCode, Version};
 
 use super::H1Error;
+use crate::fields::{Fields, header_spans, same_name, take_spans};
 
 /// Headers a response head may have (httparse's table; more is an error).
 const MAX_HEADERS: usize = 100;
@@ -29,10 +29,11 @@ pub(crate) struct ReqHead<'a> {
     pub(crate) path: &'a str,
     /// The worker's `Host`.
     pub(crate) host: Option<&'a HeaderValue>,
-    /// The client's headers; those `forward` accepts go on, except `Host`,
-    /// `Transfer-Encoding` (the framing is the writer's) and any named in `Connection`.
-    pub(crate) headers: &'a HeaderMap,
-    pub(crate) forward: fn(&HeaderName) -> bool,
+    /// The client's header fields; those `forward` accepts (by name as sent) go on, except
+    /// `Host`, `Transfer-Encoding` (the framing is the writer's) and any named in `Connection`;
+    /// names are written lowercased.
+    pub(crate) headers: &'a Fields,
+    pub(crate) forward: fn(&[u8]) -> bool,
     /// A body the gateway rewrote: its length replaces the client's `Content-Length`.
     pub(crate) length: Option<u64>,
 }
@@ -62,31 +63,41 @@ pub(crate) fn write_request_head(
     if let Some(host) = head.host {
         put_header(out, b"host", host.as_bytes());
     }
-    let listing = head.headers.contains_key(CONNECTION);
+    let listing = head.headers.first("connection").is_some();
     let mut framing = head.length.map(ReqFraming::Length);
-    for (name, value) in head.headers {
-        if name == HOST
-            || name == TRANSFER_ENCODING
+    let mut refused = None;
+    head.headers.write_kept(out, |name, value| {
+        if same_name(name, "host")
+            || same_name(name, "transfer-encoding")
             || !(head.forward)(name)
             || (listing && named_in_connection(head.headers, name))
         {
-            continue;
+            return false;
         }
-        if name == CONTENT_LENGTH {
-            if head.length.is_some() {
-                continue;
+        if !same_name(name, "content-length") {
+            return true;
+        }
+        if head.length.is_some() || refused.is_some() {
+            return false;
+        }
+        let Some(n) = parse_length(value) else {
+            refused = Some("invalid content-length");
+            return false;
+        };
+        match framing {
+            Some(f) if f != ReqFraming::Length(n) => {
+                refused = Some("conflicting content-length");
+                false
             }
-            let n =
-                parse_length(value.as_bytes()).ok_or(H1Error::Request("invalid content-length"))?;
-            match framing {
-                Some(f) if f != ReqFraming::Length(n) => {
-                    return Err(H1Error::Request("conflicting content-length"));
-                }
-                Some(_) => continue,
-                None => framing = Some(ReqFraming::Length(n)),
+            Some(_) => false,
+            None => {
+                framing = Some(ReqFraming::Length(n));
+                true
             }
         }
-        put_header(out, name.as_str().as_bytes(), value.as_bytes());
+    });
+    if let Some(why) = refused {
+        return Err(H1Error::Request(why));
     }
     let framing = match (framing, exact) {
         (Some(ReqFraming::Length(n)), _) if head.length == Some(n) => {
@@ -121,13 +132,14 @@ fn put_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
 
 /// Whether a `Connection` header of `headers` names `name` (a hop-by-hop header of the
 /// client's connection). Only looked at when there is a `Connection` header.
-fn named_in_connection(headers: &HeaderMap, name: &HeaderName) -> bool {
-    headers.get_all(CONNECTION).iter().any(|v| {
-        v.as_bytes().split(|b| *b == b',').any(|t| {
-            t.trim_ascii()
-                .eq_ignore_ascii_case(name.as_str().as_bytes())
+fn named_in_connection(headers: &Fields, name: &[u8]) -> bool {
+    headers
+        .iter()
+        .filter(|(n, _)| same_name(n, "connection"))
+        .any(|(_, v)| {
+            v.split(|b| *b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(name))
         })
-    })
 }
 
 /// Methods whose empty body is still announced (`Content-Length: 0`).
@@ -174,7 +186,8 @@ pub(crate) enum BodyFraming {
 pub(crate) struct ResponseHead {
     pub(crate) status: StatusCode,
     pub(crate) version: Version,
-    pub(crate) headers: HeaderMap,
+    /// Its header fields as the worker sent them (no header map is built).
+    pub(crate) fields: Fields,
     pub(crate) framing: BodyFraming,
     /// The connection may carry another request after this response.
     pub(crate) keep_alive: bool,
@@ -224,29 +237,19 @@ pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Pars
     let mut spans = take_spans();
     spans.extend(header_spans(buf, res.headers));
     let head = buf.split_to(len).freeze();
-    let parsed = response_head(&head, &spans, method, status, version);
-    keep_spans(spans);
-    parsed
+    response_head(Fields::new(head, spans), method, status, version)
 }
 
-/// The response head in `head` (whose headers lie at `spans`).
+/// The response head whose header fields are `fields`.
 fn response_head(
-    head: &bytes::Bytes,
-    spans: &[Span],
+    fields: Fields,
     method: &Method,
     status: StatusCode,
     version: Version,
 ) -> Result<Parsed, H1Error> {
-    let count = spans.len();
-    let mut headers = HeaderMap::with_capacity(count);
     let mut framing_headers = FramingHeaders::new(version);
-    for &[ns, ne, vs, ve] in spans {
-        let name =
-            HeaderName::from_bytes(&head[ns..ne]).map_err(|e| H1Error::Head(e.to_string()))?;
-        framing_headers.see(&name, &head[vs..ve]).map_err(bad)?;
-        let value = HeaderValue::from_maybe_shared(head.slice(vs..ve))
-            .map_err(|e| H1Error::Head(e.to_string()))?;
-        headers.append(name, value);
+    for (name, value) in fields.iter() {
+        framing_headers.see(name, value).map_err(bad)?;
     }
     let FramingHeaders {
         length,
@@ -273,43 +276,10 @@ fn response_head(
     Ok(Parsed::Head(ResponseHead {
         status,
         version,
-        headers,
+        fields,
         framing,
         keep_alive,
     }))
-}
-
-/// Where a header's name and value lie in its head: name start and end, value start and end.
-pub(crate) type Span = [usize; 4];
-
-thread_local! {
-    /// The spans of the head being parsed, one list per thread (a head's parse then zeroes no
-    /// table).
-    static SPANS: std::cell::RefCell<Vec<Span>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// This thread's span list, empty (give it back with [`keep_spans`]).
-pub(crate) fn take_spans() -> Vec<Span> {
-    SPANS.with_borrow_mut(std::mem::take)
-}
-
-/// Gives a span list back for the next head.
-pub(crate) fn keep_spans(mut spans: Vec<Span>) {
-    spans.clear();
-    SPANS.set(spans);
-}
-
-/// The spans of `headers`, parsed out of `buf`.
-pub(crate) fn header_spans<'a>(
-    buf: &'a [u8],
-    headers: &'a [httparse::Header<'a>],
-) -> impl Iterator<Item = Span> + 'a {
-    let base = buf.as_ptr() as usize;
-    headers.iter().map(move |h| {
-        let name = h.name.as_ptr() as usize - base;
-        let value = h.value.as_ptr() as usize - base;
-        [name, name + h.name.len(), value, value + h.value.len()]
-    })
 }
 
 fn bad(what: &str) -> H1Error {
@@ -341,18 +311,23 @@ impl FramingHeaders {
         }
     }
 
-    /// Reads one header: `Ok(true)` when it was a framing header, `Err` with what is invalid.
-    pub(crate) fn see(&mut self, name: &HeaderName, raw: &[u8]) -> Result<bool, &'static str> {
-        if name == CONTENT_LENGTH {
+    /// Reads one header (its name as sent, any case): `Ok(true)` when it was a framing header,
+    /// `Err` with what is invalid.
+    pub(crate) fn see(&mut self, name: &[u8], raw: &[u8]) -> Result<bool, &'static str> {
+        // by length first: most names are none of the three
+        if !matches!(name.len(), 10 | 14 | 17) {
+            return Ok(false);
+        }
+        if same_name(name, "content-length") {
             let n = parse_length(raw).ok_or("content-length")?;
             if self.length.is_some_and(|l| l != n) {
                 return Err("content-length");
             }
             self.length = Some(n);
-        } else if name == TRANSFER_ENCODING {
+        } else if same_name(name, "transfer-encoding") {
             // the last coding decides: chunked, or (a response) the body runs to the end
             self.chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
-        } else if name == CONNECTION {
+        } else if same_name(name, "connection") {
             for token in raw.split(|b| *b == b',') {
                 let token = token.trim_ascii();
                 if token.eq_ignore_ascii_case(b"close") {

@@ -30,10 +30,7 @@ mod head;
 pub(crate) use conn::{H1Conn, put_chunk};
 pub(crate) use decode::{Decoder, Step};
 pub(crate) use exchange::{GiveBack, RespBody, send};
-pub(crate) use head::{
-    BodyFraming, FramingHeaders, ReqHead, Span, header_spans, itoa, keep_spans, parse_length,
-    take_spans,
-};
+pub(crate) use head::{BodyFraming, FramingHeaders, ReqHead, itoa, parse_length};
 
 /// Why an exchange or a response body failed.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,9 @@
 //! Request and response heads, and body decoding at every split.
 
 use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, HeaderValue, Method};
+use http::{HeaderValue, Method};
+
+use crate::fields::Fields;
 
 use super::super::H1Error;
 use super::super::decode::{Decoder, Step};
@@ -11,19 +13,12 @@ use super::super::head::{
 
 // ---- heads
 
-pub(super) fn keep_all(_: &http::HeaderName) -> bool {
+pub(super) fn keep_all(_: &[u8]) -> bool {
     true
 }
 
-fn header_map(headers: &[(&str, &str)]) -> HeaderMap {
-    let mut map = HeaderMap::new();
-    for (k, v) in headers {
-        map.append(
-            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-            HeaderValue::from_str(v).unwrap(),
-        );
-    }
-    map
+fn header_map(headers: &[(&str, &str)]) -> Fields {
+    Fields::from_pairs(headers)
 }
 
 fn head(method: &Method, headers: &[(&str, &str)], exact: Option<u64>) -> (String, ReqFraming) {
@@ -96,7 +91,7 @@ fn the_request_head_is_the_workers() {
         path: "/v1/chat",
         host: Some(&host),
         headers: &map,
-        forward: |n| n != "x-dropped" && n != "connection",
+        forward: |n| n != b"x-dropped" && n != b"connection",
         // the body was rewritten (a data-parallel rank): its length replaces the client's
         length: Some(17),
     };
@@ -134,7 +129,7 @@ fn response_heads_give_their_framing_and_keep_alive() {
     assert_eq!(h.status, 200);
     assert_eq!(h.framing, BodyFraming::Length(5));
     assert!(h.keep_alive);
-    assert_eq!(h.headers["x-a"], "b c");
+    assert_eq!(h.fields.to_map()["x-a"], "b c");
     let h = final_head(
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
         &get,
@@ -178,7 +173,11 @@ fn heads_without_a_body() {
         &Method::HEAD,
     );
     assert_eq!(h.framing, BodyFraming::Empty);
-    assert_eq!(h.headers["content-length"], "50", "kept for the client");
+    assert_eq!(
+        h.fields.to_map()["content-length"],
+        "50",
+        "kept for the client"
+    );
     for status in ["204 No Content", "304 Not Modified"] {
         let raw = format!("HTTP/1.1 {status}\r\nContent-Length: 7\r\n\r\n");
         assert_eq!(final_head(&raw, &Method::GET).framing, BodyFraming::Empty);

@@ -4,13 +4,16 @@ for each artifact dir, per worker its requests, uncached tokens, sessions placed
 turns) and root sessions, and mean TTFT; the slowest 2% of requests with their start, TTFT,
 worker, depth (0 root, 1 sub-agent), turn, prompt / cached / uncached tokens and the uncached
 tokens (and requests) ahead of them on their worker (earlier requests there not yet at their
-first token); the first turns that copied a shared system prompt (over 1,500 uncached tokens)
-per worker. Then a replay through the sim's prefill cost (uncached + 0.05 x cached tokens at
-PREFILL / TIME_SCALE tokens per second, FIFO per worker, the run's own arrival times; the
-sim's base, decode steps and KV evictions not modelled) of the run's own assignment and of a
-counterfactual: every other root family (a root and its sub-agents, by arrival) of the
-busiest worker (uncached tokens) sent to the least busy one, the first of them paying a cold
-copy of its whole prompt there. Prints TTFT p50 / p90 / p99, wall ms.
+first token); the continuing turns that found less than 90% of their session's previous
+prompt cached (history evicted) per worker; the first turns that copied a shared system prompt
+(over 1,500 uncached tokens) per worker. Then a replay through the sim's prefill cost
+(uncached + 0.05 x cached tokens at PREFILL / TIME_SCALE tokens per second, FIFO per worker,
+the run's own arrival times and each request's measured cached tokens; the sim's base and
+decode steps not counted, and the evictions a different assignment would add or spare not
+modelled) of the run's own assignment and of a counterfactual: every other root family (a
+root and its sub-agents, by arrival) of the busiest worker (uncached tokens) sent to the least
+busy one, the first of them paying a cold copy of its whole prompt there. Prints TTFT p50 /
+p90 / p99, wall ms.
 
 Usage: bench-agentic-set-tail.py ARTIFACT_DIR [...]   env PREFILL (2000) TIME_SCALE (0.2)"""
 import collections
@@ -64,6 +67,19 @@ for d in sys.argv[1:]:
     for r in sorted(top, key=lambda r: r["start_ms"]):
         ahead = [x for x in recs if w(x) == w(r) and x["start_ms"] < r["start_ms"] < x["ft"]]
         print(f"   {r['start_ms']:8.0f} {r['ttft_ms']:7.0f} {w(r):>6} {r['depth']:5d} {r['turn_index']:4d} {r['prompt_tokens']:6d} {r['prompt_tokens'] - r['unc']:6d} {r['unc']:8d} | {sum(x['unc'] for x in ahead):12d} {len(ahead):14d}")
+    # continuing turns that found less than 90% of their session's previous prompt cached
+    # (their history evicted), per worker, and the tokens that lost
+    prev, lost, lost_tokens, slow = {}, collections.Counter(), collections.Counter(), set(map(id, top))
+    lost_slow = 0
+    for r in recs:
+        p = prev.get(r["session_id"])
+        cached = r["prompt_tokens"] - r["unc"]
+        if p is not None and p - cached > 0.1 * p:
+            lost[w(r)] += 1
+            lost_tokens[w(r)] += p - cached
+            lost_slow += id(r) in slow
+        prev[r["session_id"]] = r["prompt_tokens"]
+    print(f"  continuing turns that lost history (cached < 90% of the previous prompt), per worker: {dict(sorted(lost.items()))}, tokens {dict(sorted(lost_tokens.items()))}; among the slowest 2%: {lost_slow}")
     copies = collections.Counter(w(r) for r in recs if r["turn_index"] == 0 and r["unc"] > 1500)
     print(f"  first turns copying a system prompt, per worker: {dict(sorted(copies.items()))}")
     unc = {k: b[1] for k, b in by.items()}

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Where the TTFT tail of a scripts/bench-agentic-set.sh run comes from (issue #21, session 7):
+for each artifact dir, per worker its requests, uncached tokens, sessions placed there (first
+turns) and root sessions, and mean TTFT; the slowest 2% of requests with their start, TTFT,
+worker, depth (0 root, 1 sub-agent), turn, prompt / cached / uncached tokens and the uncached
+tokens (and requests) ahead of them on their worker (earlier requests there not yet at their
+first token); the continuing turns that found less than 90% of their session's previous
+prompt cached (history evicted) per worker; the first turns that copied a shared system prompt
+(over 1,500 uncached tokens) per worker. Then a replay through the sim's prefill cost
+(uncached + 0.05 x cached tokens at PREFILL / TIME_SCALE tokens per second, FIFO per worker,
+the run's own arrival times and each request's measured cached tokens; the sim's base and
+decode steps not counted, and the evictions a different assignment would add or spare not
+modelled) of the run's own assignment and of a counterfactual: every other root family (a
+root and its sub-agents, by arrival) of the busiest worker (uncached tokens) sent to the least
+busy one, the first of them paying a cold copy of its whole prompt there. Prints TTFT p50 /
+p90 / p99, wall ms.
+
+Usage: bench-agentic-set-tail.py ARTIFACT_DIR [...]   env PREFILL (2000) TIME_SCALE (0.2)"""
+import collections
+import json
+import os
+import sys
+
+speed = float(os.environ.get("PREFILL", "2000")) / float(os.environ.get("TIME_SCALE", "0.2")) / 1000
+
+
+def ms(prompt, cached):
+    return (prompt - cached + 0.05 * cached) / speed
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def replay(recs, worker_of, cost):
+    free, out = {}, []
+    for r in recs:
+        w = worker_of(r)
+        t = max(r["start_ms"], free.get(w, 0.0))
+        free[w] = t + cost(r)
+        out.append(free[w] - r["start_ms"])
+    return tuple(pct(out, p) for p in (0.5, 0.9, 0.99))
+
+
+for d in sys.argv[1:]:
+    recs = [json.loads(line) for line in open(d + "/records.jsonl")]
+    recs = sorted((r for r in recs if r["ok"]), key=lambda r: r["start_ms"])
+    w = lambda r: (r.get("sim_worker") or r.get("routed_worker") or "?")[-1]
+    for r in recs:
+        r["unc"] = r["prompt_tokens"] - (r.get("cached_tokens") or 0)
+        r["ft"] = r["start_ms"] + r["ttft_ms"]
+    print(f"== {d}: {len(recs)} requests")
+    by = collections.defaultdict(lambda: [0, 0, 0, 0, 0.0])
+    for r in recs:
+        b = by[w(r)]
+        b[0] += 1
+        b[1] += r["unc"]
+        b[2] += r["turn_index"] == 0
+        b[3] += r["turn_index"] == 0 and r["depth"] == 0
+        b[4] += r["ttft_ms"]
+    for k in sorted(by):
+        b = by[k]
+        print(f"  worker {k}: {b[0]} requests, {b[1]} uncached, {b[2]} sessions ({b[3]} roots), mean TTFT {b[4] / b[0]:.0f} ms")
+    top = sorted(recs, key=lambda r: -r["ttft_ms"])[: max(1, round(len(recs) * 0.02))]
+    print("   start_ms ttft_ms worker depth turn prompt cached uncached | ahead_tokens ahead_requests")
+    for r in sorted(top, key=lambda r: r["start_ms"]):
+        ahead = [x for x in recs if w(x) == w(r) and x["start_ms"] < r["start_ms"] < x["ft"]]
+        print(f"   {r['start_ms']:8.0f} {r['ttft_ms']:7.0f} {w(r):>6} {r['depth']:5d} {r['turn_index']:4d} {r['prompt_tokens']:6d} {r['prompt_tokens'] - r['unc']:6d} {r['unc']:8d} | {sum(x['unc'] for x in ahead):12d} {len(ahead):14d}")
+    # continuing turns that found less than 90% of their session's previous prompt cached
+    # (their history evicted), per worker, and the tokens that lost
+    prev, lost, lost_tokens, slow = {}, collections.Counter(), collections.Counter(), set(map(id, top))
+    lost_slow = 0
+    for r in recs:
+        p = prev.get(r["session_id"])
+        cached = r["prompt_tokens"] - r["unc"]
+        if p is not None and p - cached > 0.1 * p:
+            lost[w(r)] += 1
+            lost_tokens[w(r)] += p - cached
+            lost_slow += id(r) in slow
+        prev[r["session_id"]] = r["prompt_tokens"]
+    print(f"  continuing turns that lost history (cached < 90% of the previous prompt), per worker: {dict(sorted(lost.items()))}, tokens {dict(sorted(lost_tokens.items()))}; among the slowest 2%: {lost_slow}")
+    copies = collections.Counter(w(r) for r in recs if r["turn_index"] == 0 and r["unc"] > 1500)
+    print(f"  first turns copying a system prompt, per worker: {dict(sorted(copies.items()))}")
+    unc = {k: b[1] for k, b in by.items()}
+    busy, calm = max(unc, key=unc.get), min(unc, key=unc.get)
+    start = {}
+    for r in recs:
+        start.setdefault(r["root_id"], r["start_ms"])
+    fams = sorted({r["root_id"] for r in recs if w(r) == busy}, key=start.get)
+    moved = set(fams[1::2])
+    first = next(r for r in recs if r["root_id"] in moved)
+    measured = tuple(pct([r["ttft_ms"] for r in recs], p) for p in (0.5, 0.9, 0.99))
+    own = replay(recs, w, lambda r: ms(r["prompt_tokens"], r["prompt_tokens"] - r["unc"]))
+    cf = replay(
+        recs,
+        lambda r: calm if r["root_id"] in moved else w(r),
+        lambda r: ms(r["prompt_tokens"], 0 if r is first else r["prompt_tokens"] - r["unc"]),
+    )
+    print("  TTFT p50 / p90 / p99 ms: measured %.0f / %.0f / %.0f" % measured)
+    print("    replay, the run's assignment %.0f / %.0f / %.0f" % own)
+    print(f"    replay, {len(moved)} of worker {busy}'s {len(fams)} root families to worker {calm}, one copy: %.0f / %.0f / %.0f" % cf)

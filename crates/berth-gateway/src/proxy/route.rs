@@ -10,7 +10,6 @@ use super::inspect::Inspected;
 use crate::error::GatewayError;
 use crate::metrics::LegBranchLabels;
 use crate::registry::{View, Worker};
-use crate::rng::with_rng;
 use crate::routing::{
     BodyKeys, Branch, Decision, Error as RouteError, Leg, RouteRequest, Router, WorkerId,
 };
@@ -79,7 +78,9 @@ impl<'a> RouteFacts<'a> {
             feedback_read: self.feedback_read,
         };
         let now = state.clock.now();
-        with_rng(|rng| router.route(&req, &view.snapshot, now, rng))
+        state
+            .routing_rng
+            .with(|rng| router.route(&req, &view.snapshot, now, rng))
     }
 }
 

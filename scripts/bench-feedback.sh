@@ -21,6 +21,7 @@
 #        BIN (target/release/berth, built first when unset)
 #        LOG_LEVEL (warn; e.g. "warn,berth::feedback=debug" logs every compared answer to
 #        $OUT/SETTING-MODE-RUN/gateway.log)
+#        GATEWAY_ARGS (extra `berth serve` flags, space-separated)
 #        ROUTING_SEED (the run's bench seed: the gateway's --routing-seed, so its tie breaks
 #        repeat from run to run; "clock" leaves the flag out, for binaries without it)
 set -euo pipefail
@@ -70,6 +71,7 @@ for setting in $SETTINGS; do
             "$BERTH" serve --host 127.0.0.1 --port "$BASE" --worker-urls "${URLS[@]}" \
                 --policy "$POLICY" --cache-feedback "$mode" --prometheus-host 127.0.0.1 \
                 --prometheus-port $((BASE + 9)) --log-level "${LOG_LEVEL:-warn}" "${seed_args[@]}" \
+                ${GATEWAY_ARGS:-} \
                 >"$OUT/gateway.log" 2>&1 &
             PIDS+=($!)
             wait_http "http://127.0.0.1:$BASE/readiness"

@@ -30,11 +30,12 @@
 //! unread turn fell short has its next turn read and decided with its text (it may move off a
 //! worker that lost its history). `agentic` does not re-read (session 7): it decided such a
 //! turn as the unread turn it would have been (`PickRequest::feedback_read`), so reading it
-//! only added the session's whole history to the worker's share of the index, which is bounded
-//! by the worker's KV capacity and evicts whole segments least recently used first: the shared
-//! system prompts the engine still held (it evicts block by block) went from the index, new
-//! sessions of those prompts saw no holder and copied them elsewhere, and under KV pressure
-//! that fed on itself (docs/benchmarks.md, session 7).
+//! served only the index: the session's whole history went into the worker's share of it
+//! (bounded by the worker's KV capacity, whole segments dropped least recently used first,
+//! where the engine drops blocks) and was corrected from its answer. Under KV pressure that
+//! took shared system prompts the engine still held out of the index; new sessions of those
+//! prompts saw no holder, copied them elsewhere, and that fed on itself (docs/benchmarks.md,
+//! session 7: without the insert, or without corrections, the runs held).
 //!
 //! Tokens become index bytes through the request's own ratio (prompt bytes / reported prompt
 //! tokens) when the answer reports its prompt tokens, else the configured estimate (4 bytes

@@ -21,6 +21,9 @@
 #        BIN (target/release/berth, built first when unset)
 #        LOG_LEVEL (warn; e.g. "warn,berth::feedback=debug" logs every compared answer to
 #        $OUT/SETTING-MODE-RUN/gateway.log)
+#        GATEWAY_ARGS (extra `berth serve` flags, space-separated)
+#        ROUTING_SEED (the run's bench seed: the gateway's --routing-seed, so its tie breaks
+#        repeat from run to run; "clock" leaves the flag out, for binaries without it)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BERTH=${BIN:-$ROOT/target/release/berth}
@@ -63,9 +66,13 @@ for setting in $SETTINGS; do
                 URLS+=("http://127.0.0.1:$((BASE + i))")
             done
             for u in "${URLS[@]}"; do wait_http "$u/health"; done
+            seed_args=(--routing-seed "${ROUTING_SEED:-$run}")
+            [ "${ROUTING_SEED:-}" != clock ] || seed_args=()
             "$BERTH" serve --host 127.0.0.1 --port "$BASE" --worker-urls "${URLS[@]}" \
                 --policy "$POLICY" --cache-feedback "$mode" --prometheus-host 127.0.0.1 \
-                --prometheus-port $((BASE + 9)) --log-level "${LOG_LEVEL:-warn}" >"$OUT/gateway.log" 2>&1 &
+                --prometheus-port $((BASE + 9)) --log-level "${LOG_LEVEL:-warn}" "${seed_args[@]}" \
+                ${GATEWAY_ARGS:-} \
+                >"$OUT/gateway.log" 2>&1 &
             PIDS+=($!)
             wait_http "http://127.0.0.1:$BASE/readiness"
             art="$OUT/$setting-$mode-$run"

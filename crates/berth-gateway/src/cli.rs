@@ -110,6 +110,11 @@ pub struct Args {
     /// ttft_aware: a key's pin moves at most once per this many seconds [default: 30].
     #[arg(long)]
     pub ttft_move_interval_secs: Option<u32>,
+    /// Seed of the generator routing draws from (random placement, power-of-two sampling, tie
+    /// breaks): the same seed and the same requests in the same order give the same choices
+    /// [default: seeded from the clock].
+    #[arg(long)]
+    pub routing_seed: Option<u64>,
     /// Largest accepted request body in bytes; larger gets 413 [default: 536870912].
     #[arg(long)]
     pub max_payload_size: Option<usize>,
@@ -328,6 +333,7 @@ impl Args {
             ttft_chars_per_token: self.ttft_chars_per_token.or(file.ttft_chars_per_token),
             ttft_move_factor: self.ttft_move_factor.or(file.ttft_move_factor),
             ttft_move_margin_ms: self.ttft_move_margin_ms.or(file.ttft_move_margin_ms),
+            routing_seed: self.routing_seed.or(file.routing_seed),
             ttft_move_interval_secs: self
                 .ttft_move_interval_secs
                 .or(file.ttft_move_interval_secs),

@@ -138,6 +138,9 @@ pub struct GatewayConfig {
     pub discovery: Option<DiscoverySettings>,
     /// TLS: HTTPS towards clients and the trust and identity used with `https://` workers.
     pub tls: TlsSettings,
+    /// Seed of the generator routing draws from (`--routing-seed`); `None` seeds each IO
+    /// thread's generator from the clock.
+    pub routing_seed: Option<u64>,
 }
 
 impl GatewayConfig {
@@ -187,6 +190,7 @@ impl GatewayConfig {
             pd: None,
             discovery: None,
             tls: TlsSettings::default(),
+            routing_seed: None,
         }
     }
 

@@ -32,6 +32,8 @@ pub(crate) struct AppState {
     pub(crate) body_budget: Arc<crate::request_body::BodyBudget>,
     /// Responses chains: which key each response id belongs to.
     pub(crate) chains: crate::chains::Chains,
+    /// The generator routing decisions draw from (`--routing-seed`).
+    pub(crate) routing_rng: crate::rng::RoutingRng,
 }
 
 /// What one IO thread's connections share: the state and that thread's worker connections (so

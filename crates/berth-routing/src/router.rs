@@ -50,7 +50,12 @@ impl Router {
         let cfg = opts.validate()?;
         let policy = Policy::new(cfg.policy, cfg.cache, cfg.ttft);
         Ok(Self {
-            feedback: Feedback::new(cfg.feedback, &policy, cfg.cache.max_tree_size),
+            feedback: Feedback::new(
+                cfg.feedback,
+                &policy,
+                cfg.policy == PolicyKind::TtftAware,
+                cfg.cache.max_tree_size,
+            ),
             policy,
             pins: Arc::new(PinTable::new(cfg.max_sticky_keys)),
             cfg,
@@ -272,12 +277,12 @@ impl Router {
         let prefix = req.prefix.or(hashed.as_ref());
         let prior = (self.feedback.reads() && prefix.is_some()).then(OnceCell::new);
         // (the gateway passes the prompt's hashes, not its text: either means the body was read)
-        // Only `agentic` decides such a turn as the unread turn it would have been: priced
-        // from its text, a re-read turn moved sessions and sized its session ledger from the
-        // history the index never saw, which cost cached share under KV pressure; `ttft_aware`
-        // decides it with its text (its uncached tokens in the queue's estimate, a move when
-        // the pinned worker lost the history), which measured better (docs/benchmarks.md,
-        // session 5).
+        // `ttft_aware` decides such a turn with its text (its uncached tokens in the queue's
+        // estimate, a move when the pinned worker lost the history), which measured better
+        // (docs/benchmarks.md, session 5). `agentic` decided it as the unread turn it would
+        // have been (priced from its text, a re-read turn moved sessions and sized its session
+        // ledger from a history the index never saw); since session 7 it does not re-read at
+        // all (`Feedback::rereads`), so this is false for every policy today.
         let feedback_read = req.feedback_read
             && prefix.is_some()
             && self.feedback.rereads()

@@ -72,6 +72,7 @@ impl GatewayConfig {
         set(&mut t.move_factor, args.ttft_move_factor);
         set(&mut t.move_margin_ms, args.ttft_move_margin_ms);
         set(&mut t.move_interval_secs, args.ttft_move_interval_secs);
+        c.routing_seed = args.routing_seed;
         set(&mut c.max_payload_size, args.max_payload_size);
         set(&mut c.buffered_body_budget_mb, args.buffered_body_budget_mb);
         set(

@@ -11,7 +11,6 @@ use crate::error::GatewayError;
 use crate::fields::Fields;
 use crate::metrics::LegBranchLabels;
 use crate::registry::{View, Worker};
-use crate::rng::with_rng;
 use crate::routing::{
     BodyKeys, Branch, Decision, Error as RouteError, Leg, RouteRequest, Router, WorkerId,
 };
@@ -80,7 +79,9 @@ impl<'a> RouteFacts<'a> {
             feedback_read: self.feedback_read,
         };
         let now = state.clock.now();
-        with_rng(|rng| router.route(&req, &view.snapshot, now, rng))
+        state
+            .routing_rng
+            .with(|rng| router.route(&req, &view.snapshot, now, rng))
     }
 }
 

@@ -138,6 +138,7 @@ impl GatewayBuilder {
             metrics.chains.clone(),
         );
         let state = Arc::new(AppState {
+            routing_rng: crate::rng::RoutingRng::new(config.routing_seed),
             chains,
             body_budget,
             tls,

@@ -26,9 +26,16 @@
 //! The turns that stream unread on `ttft_aware`'s pinned path (no prediction from the index)
 //! are compared with the session's previous answer (`feedback/sessions.rs`); under `on` their
 //! answers also touch the session's last read prompt in the index (its *anchor*), so the index's
-//! recency follows the sessions the engine keeps using, and a session whose unread turn fell
-//! short has its next turn read, routed as the unread turn it would have been
-//! (`PickRequest::feedback_read`): only the index sees its text.
+//! recency follows the sessions the engine keeps using, and under `ttft_aware` a session whose
+//! unread turn fell short has its next turn read and decided with its text (it may move off a
+//! worker that lost its history). `agentic` does not re-read (session 7): it decided such a
+//! turn as the unread turn it would have been (`PickRequest::feedback_read`), so reading it
+//! served only the index: the session's whole history went into the worker's share of it
+//! (bounded by the worker's KV capacity, whole segments dropped least recently used first,
+//! where the engine drops blocks) and was corrected from its answer. Under KV pressure that
+//! took shared system prompts the engine still held out of the index; new sessions of those
+//! prompts saw no holder, copied them elsewhere, and that fed on itself (docs/benchmarks.md,
+//! session 7: without the insert, or without corrections, the runs held).
 //!
 //! Tokens become index bytes through the request's own ratio (prompt bytes / reported prompt
 //! tokens) when the answer reports its prompt tokens, else the configured estimate (4 bytes
@@ -151,11 +158,21 @@ pub(crate) struct Feedback {
     /// Tokens the KV estimate may reach when the worker reports no capacity, in index bytes
     /// (`--max-tree-size`).
     ceiling_bytes: usize,
+    /// Whether a pinned session's shortfall makes its next turn read (`on`, and a policy that
+    /// decides that turn with its text).
+    rereads: bool,
 }
 
 impl Feedback {
-    /// The state for `policy`: off unless the policy keeps a prefix index.
-    pub(crate) fn new(mode: FeedbackMode, policy: &Policy, ceiling_bytes: usize) -> Self {
+    /// The state for `policy`: off unless the policy keeps a prefix index. `decides_read_turns`:
+    /// whether the policy decides a pinned turn read for the feedback with its text (only
+    /// then is it re-read, see the module docs).
+    pub(crate) fn new(
+        mode: FeedbackMode,
+        policy: &Policy,
+        decides_read_turns: bool,
+        ceiling_bytes: usize,
+    ) -> Self {
         let mode = if policy.uses_prefix_index() {
             mode
         } else {
@@ -165,6 +182,7 @@ impl Feedback {
             mode,
             sessions: (mode != FeedbackMode::Off).then(Sessions::default),
             ceiling_bytes,
+            rereads: mode == FeedbackMode::On && decides_read_turns,
         }
     }
 
@@ -173,15 +191,15 @@ impl Feedback {
         self.mode != FeedbackMode::Off
     }
 
-    /// Whether a session's shortfall makes its next turn read (`on`).
+    /// Whether a session's shortfall makes its next turn read (`on`, `ttft_aware`).
     pub(crate) fn rereads(&self) -> bool {
-        self.mode == FeedbackMode::On
+        self.rereads
     }
 
-    /// Whether the previous answer of pinned session `key` reported a shortfall (under `on`,
-    /// its next turn is then read, so the index learns from it).
+    /// Whether the previous answer of pinned session `key` reported a shortfall and its next
+    /// turn is therefore read ([`Feedback::rereads`]), so the index learns from it.
     pub(crate) fn session_short(&self, key: u128) -> bool {
-        self.mode == FeedbackMode::On
+        self.rereads
             && self
                 .sessions
                 .as_ref()

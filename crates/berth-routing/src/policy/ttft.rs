@@ -235,16 +235,6 @@ impl TtftAware {
         }
     }
 
-    /// The tokens `w`'s live sessions hold in the session ledger (0 without one).
-    #[cfg(test)]
-    pub(crate) fn working_set_of(&self, w: WorkerId) -> u64 {
-        self.ledger.as_ref().map_or(0, |l| {
-            l.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .working_set(w)
-        })
-    }
-
     /// `agentic`: whether session `key` may move off `pinned` by the turn-boundary rebalance
     /// (`agentic.rs`): it is a long one and `pinned`'s live sessions send clearly more than
     /// their share of the fleet's turns, so its turn must be read, not streamed unread.

@@ -232,6 +232,9 @@ enum Prompt {
     Text,
     /// As the chunk hashes the caller computed, without the text (what the gateway does).
     Hashes,
+    /// As [`Prompt::Hashes`] when the body path reads the body; nothing when it streams unread
+    /// (a turn on the hot path).
+    HashesWhenRead,
 }
 
 /// [`send`], with the prompt carried as `how`.
@@ -242,14 +245,31 @@ fn send_as(
     key: Option<&str>,
     how: Prompt,
 ) -> Option<Ticket> {
+    route_as_gateway(r, snap, t, key, how).1
+}
+
+/// Routes `t` to worker 0 as the gateway does: the body path first (a turn read only for the
+/// feedback is flagged), then the prompt carried as `how`. Returns the body path and the
+/// decision's ticket.
+fn route_as_gateway(
+    r: &Router,
+    snap: &WorkerSnapshot,
+    t: &[u8],
+    key: Option<&str>,
+    how: Prompt,
+) -> (BodyPath, Option<Ticket>) {
     let hashed = h(t);
     let pairs = key.map(|k| [("x-smg-routing-key", k.as_bytes())]);
     let headers = HeaderList(pairs.as_ref().map_or(&[][..], |p| &p[..]));
     let others: Vec<WorkerId> = (1..snap.entries().len() as u32).map(WorkerId).collect();
     let text = std::str::from_utf8(t).unwrap();
-    // as the gateway: the body path first (a turn read only for the feedback is flagged)
     let now = Duration::from_secs(1);
     let path = r.request_body_path(&headers, false, false, snap, now);
+    let hashes = match how {
+        Prompt::Text => false,
+        Prompt::Hashes => true,
+        Prompt::HashesWhenRead => !matches!(path, BodyPath::Streamed(_)),
+    };
     let req = RouteRequest {
         rid: None,
         headers: &headers,
@@ -258,7 +278,7 @@ fn send_as(
         leg: crate::Leg::Regular,
         text: (how == Prompt::Text).then_some(text),
         tokens: None,
-        prefix: (how == Prompt::Hashes).then_some(&hashed),
+        prefix: hashes.then_some(&hashed),
         exclude: &others,
         stream: Some(false),
         loads: None,
@@ -266,7 +286,7 @@ fn send_as(
     };
     let mut d = r.route(&req, snap, now, &mut Rng::seeded(3)).unwrap();
     assert_eq!(d.worker, W0);
-    d.lease.take_ticket()
+    (path, d.lease.take_ticket())
 }
 
 fn report(cached_chars: usize, prompt: &[u8]) -> Report {

@@ -51,33 +51,6 @@ fn an_unread_turns_answer_keeps_its_sessions_prefix_recent() {
     assert_eq!(after_an_unread_turn(FeedbackMode::Measure), 0);
 }
 
-/// Routes `t` to worker 0 with key `key` as the gateway does: the body path first, then the
-/// prompt's hashes only when the body is read (a turn on the hot path streams unread).
-fn send_as_the_gateway(r: &Router, snap: &WorkerSnapshot, t: &[u8], key: &str) -> BodyPath {
-    let headers = HeaderList(&[("x-smg-routing-key", key.as_bytes())]);
-    let now = Duration::from_secs(1);
-    let path = r.request_body_path(&headers, false, false, snap, now);
-    let hashed = h(t);
-    let others: Vec<WorkerId> = (1..snap.entries().len() as u32).map(WorkerId).collect();
-    let req = RouteRequest {
-        rid: None,
-        headers: &headers,
-        body: None,
-        model: Some("m"),
-        leg: crate::Leg::Regular,
-        text: None,
-        tokens: None,
-        prefix: (!matches!(path, BodyPath::Streamed(_))).then_some(&hashed),
-        exclude: &others,
-        stream: Some(false),
-        loads: None,
-        feedback_read: path == BodyPath::FEEDBACK_REREAD,
-    };
-    let d = r.route(&req, snap, now, &mut Rng::seeded(3)).unwrap();
-    assert_eq!(d.worker, W0);
-    path
-}
-
 /// Worker 0 (KV for 1,300 tokens: 5,200 index bytes) holds a shared system prompt (2,048
 /// characters) and session `k1` of another prompt (2,048) pinned there; `k1`'s unread turn
 /// falls short, and its next turn (its history grown to 4,096 characters) is routed as the
@@ -103,7 +76,7 @@ fn a_short_session_next_to_a_shared_prompt(policy: PolicyKind) -> (BodyPath, usi
     };
     r.observe_reported(unread, report(0, &p1), &snap);
     let p2 = cat(&p1, &text("and its history since ", 2048));
-    let path = send_as_the_gateway(&r, &snap, &p2, "k1");
+    let (path, _) = route_as_gateway(&r, &snap, &p2, Some("k1"), Prompt::HashesWhenRead);
     let held = send(&r, &snap, &cat(&system, b"another task"), Some("k2"))
         .unwrap()
         .expectation

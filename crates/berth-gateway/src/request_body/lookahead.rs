@@ -115,7 +115,12 @@ pub(crate) async fn read_ahead(
             r.grow_to(data.len(), Instant::now() + WAIT).await?;
             data = r.attach(data);
         }
-        ahead.scan.feed(&data);
+        // The body's last bytes: what the scan has no question left for is passed over.
+        if http_body::Body::is_end_stream(&*body) {
+            ahead.scan.feed_last(&data);
+        } else {
+            ahead.scan.feed(&data);
+        }
         ahead.prefix.push(data);
         if let Some(h) = hold.as_ref().filter(|_| !settled) {
             let now = ahead.scan.progress();

@@ -171,7 +171,8 @@ pub(crate) async fn prepare(
         let mut ahead = ahead;
         let late = LateCheck::new(
             std::mem::take(&mut ahead.scan),
-            want_model.then(|| view.models.clone()),
+            // (the workers' models are copied only when the check goes on past the lookahead)
+            (want_model && ahead.scan.found().is_none()).then(|| view.models.clone()),
             nvext.clone(),
         );
         let ended = late.is_none() && http_body::Body::is_end_stream(&body);

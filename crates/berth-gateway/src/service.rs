@@ -109,10 +109,10 @@ fn route(io: &IoCtx, req: Request<ConnBody>, fields: Fields) -> Route {
 }
 
 /// Stamps the response's `x-request-id` and counts it.
-fn finish(state: &AppState, mut resp: Response<Body>, id: http::HeaderValue) -> Response<Body> {
+fn finish(state: &AppState, mut resp: Response<Body>, id: request_id::RequestId) -> Response<Body> {
     // a worker's response keeps it beside its fields; a response the gateway made, in its map
     if let Some(id) = proxy::set_request_id(&mut resp, id) {
-        request_id::stamp(&mut resp, id);
+        request_id::stamp(&mut resp, &id);
     }
     state
         .metrics

@@ -22,6 +22,7 @@ use super::addr::WorkerAddr;
 use super::body::UpBody;
 use super::client::HttpClient;
 use super::h1::{self, GiveBack, H1Conn, ReqHead, RespBody};
+use crate::coarse_timer::Wheel;
 use crate::routing::WorkerId;
 use crate::tls::MaybeTls;
 
@@ -89,6 +90,8 @@ pub(crate) struct Pool {
     idle: Mutex<IdleMap>,
     /// Opens new connections (TLS for `https://` workers).
     client: HttpClient,
+    /// The IO loop's wheel for the request timeout (`None`: tokio's timer).
+    request_timer: Option<Arc<Wheel>>,
 }
 
 /// Where a connection goes back to: its worker's idle list.
@@ -114,7 +117,20 @@ impl Pool {
         Self {
             idle: Mutex::default(),
             client,
+            request_timer: None,
         }
+    }
+
+    /// The pool of an IO loop that ticks `wheel`: the request timeouts of its requests sleep
+    /// on it (a slot in its table, not a timer entry of tokio's per request).
+    pub(crate) fn with_request_timer(mut self, wheel: Arc<Wheel>) -> Self {
+        self.request_timer = Some(wheel);
+        self
+    }
+
+    /// The wheel request timeouts sleep on, if the IO loop ticks one.
+    pub(crate) fn request_timer(&self) -> Option<&Arc<Wheel>> {
+        self.request_timer.as_ref()
     }
 
     /// Drops idle connections that are closed or lead to workers no longer registered.

@@ -31,6 +31,17 @@ const RANDOM_LEN: usize = 24;
 
 const ALPHANUMERIC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
+/// The character of each byte value (`ALPHANUMERIC[b % 62]`), looked up instead of computed.
+const CHAR_OF: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = ALPHANUMERIC[i % ALPHANUMERIC.len()];
+        i += 1;
+    }
+    t
+};
+
 /// A request's id: the client's value (shared with its head), or a fresh one kept inline (no
 /// allocation, no validation: its bytes are a prefix and letters and digits).
 #[derive(Clone, Debug)]
@@ -123,8 +134,8 @@ fn fresh(prefix: &str) -> RequestId {
         // little, which an identifier does not mind).
         for chunk in bytes[p..p + RANDOM_LEN].chunks_exact_mut(8) {
             let bits = rng.next_u64();
-            for (i, c) in chunk.iter_mut().enumerate() {
-                *c = ALPHANUMERIC[((bits >> (8 * i)) & 0xff) as usize % ALPHANUMERIC.len()];
+            for (c, b) in chunk.iter_mut().zip(bits.to_le_bytes()) {
+                *c = CHAR_OF[usize::from(b)];
             }
         }
     });

@@ -36,7 +36,7 @@ pub(crate) async fn proxy(
 ) -> Response<Body> {
     let start = Instant::now();
     let (known, late, model, stage) = {
-        let prepared = match prepare(state, endpoint, head, body).await {
+        let prepared = match prepare(state, endpoint, head, body, start).await {
             Ok(prepared) => prepared,
             Err(err) => return refused(err),
         };

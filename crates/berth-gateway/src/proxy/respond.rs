@@ -99,12 +99,14 @@ impl Completion for RequestGuard {
     fn on_data(&mut self, data: &Bytes) {
         if !self.first_byte_seen {
             self.first_byte_seen = true;
+            // one clock read for the lease's first-byte time and the histogram
+            let now = Instant::now();
             if let Some(lease) = self.lease.as_mut() {
-                lease.first_byte(self.clock.now(), self.event_stream);
+                lease.first_byte(self.clock.at(now), self.event_stream);
             }
             self.metrics
                 .ttft
-                .observe(self.start.elapsed().as_secs_f64());
+                .observe(now.saturating_duration_since(self.start).as_secs_f64());
         }
         if let (Some(sse), false) = (self.sse.as_mut(), data.is_empty()) {
             sse.at_boundary = data.ends_with(b"\n\n") || data.ends_with(b"\r\n\r\n");

@@ -265,8 +265,7 @@ impl ModelScan {
             return None;
         }
         let raw = &self.buf[..];
-        // (a byte loop: kept strings are short, a `memchr` call costs more than it saves)
-        if !raw.iter().any(|&b| b == b'\\') {
+        if !has_escape(raw) {
             return std::str::from_utf8(raw)
                 .ok()
                 .map(std::borrow::Cow::Borrowed);
@@ -422,7 +421,7 @@ impl ModelScan {
             };
             // A key without escapes is compared as it is (a key that is not UTF-8 names
             // nothing either way); one with escapes is decoded first.
-            self.target = if self.buf.iter().any(|&b| b == b'\\') {
+            self.target = if has_escape(&self.buf) {
                 self.kept_str()
                     .as_deref()
                     .map_or(Target::Other, |k| target(k.as_bytes()))
@@ -449,6 +448,17 @@ impl ModelScan {
             _ => false,
         }
     }
+}
+
+/// Whether a kept key or value has a backslash: a byte loop, as kept strings are short and a
+/// `memchr` call (`<[u8]>::contains`) costs more than it saves on them.
+fn has_escape(bytes: &[u8]) -> bool {
+    for &b in bytes {
+        if b == b'\\' {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]

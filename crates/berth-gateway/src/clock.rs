@@ -27,6 +27,12 @@ impl Clock {
         self.start.elapsed() + Duration::from_nanos(self.offset_nanos.load(Ordering::Relaxed))
     }
 
+    /// This clock's time at `instant` (one read of the system clock serving two uses).
+    pub fn at(&self, instant: Instant) -> Duration {
+        instant.saturating_duration_since(self.start)
+            + Duration::from_nanos(self.offset_nanos.load(Ordering::Relaxed))
+    }
+
     /// Moves this clock forward (tests: make pins idle without waiting).
     pub fn advance(&self, by: Duration) {
         let nanos = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
@@ -37,5 +43,29 @@ impl Clock {
 impl Default for Clock {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_is_now_for_an_instant_read_elsewhere() {
+        let clock = Clock::new();
+        clock.advance(Duration::from_secs(5));
+        let t = Instant::now();
+        let at = clock.at(t);
+        assert!(at >= Duration::from_secs(5));
+        assert!(at <= clock.now());
+        assert_eq!(
+            clock.at(t + Duration::from_secs(1)),
+            at + Duration::from_secs(1)
+        );
+        // an instant before the clock's start is its start
+        let early = clock.start.checked_sub(Duration::from_secs(1));
+        if let Some(early) = early {
+            assert_eq!(clock.at(early), Duration::from_secs(5));
+        }
     }
 }

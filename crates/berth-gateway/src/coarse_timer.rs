@@ -1,4 +1,5 @@
-//! A coarse timer for hyper's header read timeout (`--header-read-timeout-secs`).
+//! A coarse timer for the header read timeout (`--header-read-timeout-secs`) and the request
+//! timeout (`--request-timeout-secs`, one wheel of its own per IO loop).
 //!
 //! hyper arms its header timer for every request head (its deadline is `now + timeout` when it
 //! starts reading a head, and the timer is dropped when the head is complete). With tokio's
@@ -77,6 +78,16 @@ impl Wheel {
         n
     }
 
+    /// A sleep until `deadline` on this wheel, unboxed (a future holds it in place): the
+    /// request timeout's (`upstream/wait.rs`).
+    pub(crate) fn sleep_until(self: &Arc<Self>, deadline: Instant) -> CoarseSleep {
+        CoarseSleep {
+            wheel: self.clone(),
+            deadline,
+            slot: None,
+        }
+    }
+
     /// Sleeps waiting in the table (tests).
     #[cfg(test)]
     fn waiting(&self) -> usize {
@@ -122,7 +133,7 @@ impl Timer for CoarseTimer {
 
 /// One sleep: not in the table until first polled.
 #[derive(Debug)]
-struct CoarseSleep {
+pub(crate) struct CoarseSleep {
     wheel: Arc<Wheel>,
     deadline: Instant,
     slot: Option<usize>,

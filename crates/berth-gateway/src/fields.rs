@@ -159,6 +159,13 @@ impl Fields {
         }
     }
 
+    /// Removes the `i`-th field (none when there are fewer).
+    pub(crate) fn remove(&mut self, i: usize) {
+        if i < self.spans.len() {
+            self.spans.remove(i);
+        }
+    }
+
     /// Keeps only the fields `keep` accepts (name as sent, value).
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&[u8], &[u8]) -> bool) {
         let head = &self.head;

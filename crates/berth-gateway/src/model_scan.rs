@@ -33,6 +33,7 @@ pub const MAX_FIELD: usize = 4096;
 
 mod fields;
 mod keep;
+mod skip;
 
 pub use fields::{Field, Kept};
 
@@ -185,21 +186,69 @@ impl ModelScan {
 
     /// Scans the next bytes; returns whether every answer is in ([`Self::done`]).
     pub fn feed(&mut self, bytes: &[u8]) -> bool {
-        if self.done() {
+        self.scan(bytes, false).0
+    }
+
+    /// Scans the body's last bytes, then [`Self::finish`]es. Once the model answer is in (or
+    /// not asked for), the bytes left are not scanned at all when they cannot name a member
+    /// asked for and not seen yet: no such name in them and no backslash (a name written with
+    /// escapes), and the scan is not inside a key or a kept value that began earlier. (A
+    /// chat body names no member but `model`: of its bytes only those up to the model's
+    /// value are scanned.) The model answer, when not asked for, may then be
+    /// [`Found::NotJudged`] where a full scan would have found none.
+    pub fn feed_last(&mut self, bytes: &[u8]) -> &Found {
+        let mut rest = bytes;
+        if self.want_model && self.model.is_none() {
+            let (_, n) = self.scan(bytes, true);
+            rest = &bytes[n..];
+        }
+        if !self.done() && self.may_name_wanted(rest) {
+            self.feed(rest);
+        }
+        self.finish()
+    }
+
+    /// Whether `bytes`, the rest of the body, may still give an answer asked for.
+    fn may_name_wanted(&self, bytes: &[u8]) -> bool {
+        if (self.want_model && self.model.is_none()) || self.in_key || self.keeping.is_some() {
             return true;
+        }
+        let pending = self.wanted & !self.seen;
+        pending != 0
+            && (memchr::memchr(b'\\', bytes).is_some()
+                || Field::ALL
+                    .into_iter()
+                    .any(|f| pending & f.bit() != 0 && skip::finder(f).find(bytes).is_some()))
+    }
+
+    /// Scans `bytes`: (whether every answer is in, how many bytes were scanned). With
+    /// `to_model`, stops right after the model answer comes in.
+    fn scan(&mut self, bytes: &[u8], to_model: bool) -> (bool, usize) {
+        if self.done() {
+            return (true, 0);
         }
         let mut i = 0;
         while i < bytes.len() {
+            // A nested value nobody keeps (most of a body) is passed to its close at once.
+            if self.depth > 1 && self.keeping.is_none() {
+                i += self.skip_nested(&bytes[i..]);
+                continue;
+            }
             // Runs of bytes that change nothing but the kept buffer are passed in one go; the
             // byte that ends the run goes through `step`.
             i += self.pass(&bytes[i..]);
             let Some(&b) = bytes.get(i) else { break };
-            if self.step(b) && self.done() {
-                return true;
-            }
             i += 1;
+            if self.step(b) {
+                if self.done() {
+                    return (true, i);
+                }
+                if to_model && self.model.is_some() {
+                    return (false, i);
+                }
+            }
         }
-        false
+        (false, i)
     }
 
     /// The kept string, decoded (escapes resolved); `None` if it overflowed or is not valid.
@@ -216,7 +265,7 @@ impl ModelScan {
             return None;
         }
         let raw = &self.buf[..];
-        if !raw.contains(&b'\\') {
+        if !has_escape(raw) {
             return std::str::from_utf8(raw)
                 .ok()
                 .map(std::borrow::Cow::Borrowed);
@@ -361,13 +410,25 @@ impl ModelScan {
             // The closing quote was kept too.
             self.buf.pop();
             let (wanted, seen) = (self.wanted, self.seen);
-            self.target = match self.kept_str().as_deref() {
-                Some("model") => Target::Model,
-                Some(k) => Field::ALL
+            let target = |k: &[u8]| match k {
+                b"model" => Target::Model,
+                k => Field::ALL
                     .into_iter()
-                    .find(|f| f.name() == k && wanted & f.bit() != 0 && seen & f.bit() == 0)
+                    .find(|f| {
+                        f.name().as_bytes() == k && wanted & f.bit() != 0 && seen & f.bit() == 0
+                    })
                     .map_or(Target::Other, Target::Field),
-                None => Target::Other,
+            };
+            // A key without escapes is compared as it is (a key that is not UTF-8 names
+            // nothing either way); one with escapes is decoded first.
+            self.target = if has_escape(&self.buf) {
+                self.kept_str()
+                    .as_deref()
+                    .map_or(Target::Other, |k| target(k.as_bytes()))
+            } else if std::mem::take(&mut self.overflow) {
+                Target::Other
+            } else {
+                target(&self.buf)
             };
             self.buf.clear();
             self.expect = Expect::Colon;
@@ -387,6 +448,17 @@ impl ModelScan {
             _ => false,
         }
     }
+}
+
+/// Whether a kept key or value has a backslash: a byte loop, as kept strings are short and a
+/// `memchr` call (`<[u8]>::contains`) costs more than it saves on them.
+fn has_escape(bytes: &[u8]) -> bool {
+    for &b in bytes {
+        if b == b'\\' {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]

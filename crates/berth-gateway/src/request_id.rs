@@ -31,15 +31,68 @@ const RANDOM_LEN: usize = 24;
 
 const ALPHANUMERIC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
+/// The character of each byte value (`ALPHANUMERIC[b % 62]`), looked up instead of computed.
+const CHAR_OF: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = ALPHANUMERIC[i % ALPHANUMERIC.len()];
+        i += 1;
+    }
+    t
+};
+
+/// A request's id: the client's value (shared with its head), or a fresh one kept inline (no
+/// allocation, no validation: its bytes are a prefix and letters and digits).
+#[derive(Clone, Debug)]
+pub(crate) enum RequestId {
+    /// The client's own.
+    Client(HeaderValue),
+    /// Made here: `len` bytes of `bytes`.
+    Fresh { bytes: [u8; FRESH_MAX], len: u8 },
+}
+
+/// The longest fresh id: the longest prefix and [`RANDOM_LEN`] characters.
+const FRESH_MAX: usize = "chatcmpl-".len() + RANDOM_LEN;
+
+impl RequestId {
+    /// The id's bytes, as the header's value.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            Self::Client(v) => v.as_bytes(),
+            Self::Fresh { bytes, len } => &bytes[..usize::from(*len)],
+        }
+    }
+
+    /// The id as a header value (for a response the gateway made).
+    pub(crate) fn to_value(&self) -> HeaderValue {
+        match self {
+            Self::Client(v) => v.clone(),
+            Self::Fresh { .. } => HeaderValue::from_bytes(self.as_bytes())
+                .unwrap_or(HeaderValue::from_static("req-0")),
+        }
+    }
+}
+
+impl PartialEq<&str> for RequestId {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
 /// The id of a request (whose header fields are `fields`): the client's, or a fresh one for
 /// its path.
-pub(crate) fn for_request(fields: &Fields, path: &str) -> HeaderValue {
+pub(crate) fn for_request(fields: &Fields, path: &str) -> RequestId {
     // One pass over the request's few headers rather than a lookup per candidate name. As
     // `HeaderMap::get` would: only a name's first value counts, and the earliest name in
     // `CLIENT_HEADERS` with a non-empty one wins.
     let mut seen = [false; 4];
     let mut best: Option<(usize, &[u8])> = None;
     for (name, value) in fields.iter() {
+        // (the candidates are 10, 12 or 16 bytes long: other names are not compared)
+        if !matches!(name.len(), 10 | 12 | 16) {
+            continue;
+        }
         let Some(rank) = CLIENT_HEADERS.iter().position(|n| same_name(name, n)) else {
             continue;
         };
@@ -52,12 +105,12 @@ pub(crate) fn for_request(fields: &Fields, path: &str) -> HeaderValue {
     }
     // the client's value, shared with its head (httparse checked its bytes)
     best.and_then(|(_, v)| HeaderValue::from_maybe_shared(fields.shared(v)).ok())
-        .unwrap_or_else(|| fresh(prefix(path)))
+        .map_or_else(|| fresh(prefix(path)), RequestId::Client)
 }
 
 /// Sets the id on a finished response.
-pub(crate) fn stamp<B>(resp: &mut Response<B>, id: HeaderValue) {
-    resp.headers_mut().insert(REQUEST_ID, id);
+pub(crate) fn stamp<B>(resp: &mut Response<B>, id: &RequestId) {
+    resp.headers_mut().insert(REQUEST_ID, id.to_value());
 }
 
 /// SMG's prefix for ids it makes on this route.
@@ -72,23 +125,24 @@ fn prefix(path: &str) -> &'static str {
     }
 }
 
-fn fresh(prefix: &str) -> HeaderValue {
-    let mut id = Vec::with_capacity(prefix.len() + RANDOM_LEN);
-    id.extend_from_slice(prefix.as_bytes());
+fn fresh(prefix: &str) -> RequestId {
+    let mut bytes = [0u8; FRESH_MAX];
+    let p = prefix.len().min(FRESH_MAX - RANDOM_LEN);
+    bytes[..p].copy_from_slice(&prefix.as_bytes()[..p]);
     with_rng(|rng| {
         // Eight characters from each 64-bit draw (8 bits each; 256 % 62 skews the alphabet a
         // little, which an identifier does not mind).
-        for _ in 0..RANDOM_LEN / 8 {
+        for chunk in bytes[p..p + RANDOM_LEN].chunks_exact_mut(8) {
             let bits = rng.next_u64();
-            id.extend(
-                (0..8).map(|i| {
-                    ALPHANUMERIC[((bits >> (8 * i)) & 0xff) as usize % ALPHANUMERIC.len()]
-                }),
-            );
+            for (c, b) in chunk.iter_mut().zip(bits.to_le_bytes()) {
+                *c = CHAR_OF[usize::from(b)];
+            }
         }
     });
-    HeaderValue::from_maybe_shared(bytes::Bytes::from(id))
-        .unwrap_or(HeaderValue::from_static("req-0"))
+    RequestId::Fresh {
+        bytes,
+        len: (p + RANDOM_LEN) as u8,
+    }
 }
 
 #[cfg(test)]
@@ -134,15 +188,25 @@ mod tests {
             ("/v1/messages", "msg_"),
             ("/workers", "req-"),
         ] {
-            let id = for_request(&Fields::default(), path);
+            let id = for_request(&Fields::default(), path).to_value();
             let id = id.to_str().unwrap();
             let rest = id.strip_prefix(prefix).unwrap();
             assert_eq!(rest.len(), RANDOM_LEN, "{id}");
             assert!(rest.bytes().all(|b| b.is_ascii_alphanumeric()), "{id}");
         }
         assert_ne!(
-            for_request(&Fields::default(), "/generate"),
-            for_request(&Fields::default(), "/generate")
+            for_request(&Fields::default(), "/generate").as_bytes(),
+            for_request(&Fields::default(), "/generate").as_bytes()
+        );
+        // a header name of another length is not a candidate, one of the same length is
+        // compared
+        let mut h = HeaderMap::new();
+        h.insert("x-request-i", "short".parse().unwrap());
+        h.insert("x-request-idd", "long".parse().unwrap());
+        h.insert("X-Trace-ID", "upper".parse().unwrap());
+        assert_eq!(
+            for_request(&Fields::from_map(&h), "/v1/chat/completions"),
+            "upper"
         );
     }
 }

@@ -47,7 +47,9 @@ pub(crate) fn handle(
                         Ok(permit) => Some(permit),
                         Err(err) => {
                             tracing::debug!(code = err.code().as_str(), error = %err, "request not admitted");
-                            return Ok(finish(state, err.to_response(), id));
+                            let mut resp = err.to_response();
+                            finish(state, &mut resp, id);
+                            return Ok(resp);
                         }
                     },
                 };
@@ -66,7 +68,8 @@ pub(crate) fn handle(
                 .await
                 .unwrap_or_else(|e| e.to_response()),
         };
-        resp = finish(state, resp, id);
+        // (in place: the response is not moved in and out again)
+        finish(state, &mut resp, id);
         Ok(resp)
     }
 }
@@ -109,13 +112,12 @@ fn route(io: &IoCtx, req: Request<ConnBody>, fields: Fields) -> Route {
 }
 
 /// Stamps the response's `x-request-id` and counts it.
-fn finish(state: &AppState, mut resp: Response<Body>, id: http::HeaderValue) -> Response<Body> {
+fn finish(state: &AppState, resp: &mut Response<Body>, id: request_id::RequestId) {
     // a worker's response keeps it beside its fields; a response the gateway made, in its map
-    if let Some(id) = proxy::set_request_id(&mut resp, id) {
-        request_id::stamp(&mut resp, id);
+    if let Some(id) = proxy::set_request_id(resp, id) {
+        request_id::stamp(resp, &id);
     }
     state
         .metrics
         .response(resp.status(), resp.headers(), resp.body().is_proxied());
-    resp
 }

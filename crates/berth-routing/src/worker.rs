@@ -8,7 +8,7 @@
 //! A snapshot precomputes, per model, the ids of the workers that serve it and are available,
 //! and the consistent-hash ring, so a decision never filters the fleet.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -159,8 +159,10 @@ pub struct WorkerSnapshot {
     /// workers, never by the largest id: `worker/index.rs`).
     entries: Vec<WorkerEntry>,
     slot: SlotIndex,
-    /// Available workers per model.
-    by_model: HashMap<Arc<str>, Vec<WorkerId>>,
+    /// Available workers per model, sorted by model: a binary search over the fleet's few
+    /// names costs a few comparisons where a hash map's lookup hashed the name (SipHash) on
+    /// every request.
+    by_model: Vec<(Arc<str>, Vec<WorkerId>)>,
     /// Every available worker.
     all_available: Vec<WorkerId>,
     /// Consistent-hash ring over every worker (available or not), by URL.
@@ -174,7 +176,7 @@ impl WorkerSnapshot {
     /// Builds a snapshot (and its per-model candidate lists and hash ring).
     pub fn new(entries: Vec<WorkerEntry>) -> Self {
         let slot = SlotIndex::new(entries.iter().map(|e| e.id));
-        let mut by_model: HashMap<Arc<str>, Vec<WorkerId>> = HashMap::new();
+        let mut by_model: BTreeMap<Arc<str>, Vec<WorkerId>> = BTreeMap::new();
         let mut all_available = Vec::new();
         for e in &entries {
             for m in &e.models {
@@ -191,6 +193,7 @@ impl WorkerSnapshot {
         for list in by_model.values_mut() {
             list.sort_unstable();
         }
+        let by_model: Vec<_> = by_model.into_iter().collect();
         all_available.sort_unstable();
         let ring = Ring::build(entries.iter().map(|e| (e.id, &*e.url)));
         Self {
@@ -231,14 +234,22 @@ impl WorkerSnapshot {
 
     /// Whether any worker (available or not) serves `model`.
     pub fn serves_model(&self, model: &str) -> bool {
-        self.by_model.contains_key(model)
+        self.model_workers(model).is_some()
+    }
+
+    /// The workers of `model` (available ones), if any worker serves it.
+    fn model_workers(&self, model: &str) -> Option<&[WorkerId]> {
+        let i = self
+            .by_model
+            .binary_search_by(|(m, _)| (**m).cmp(model))
+            .ok()?;
+        self.by_model.get(i).map(|(_, list)| list.as_slice())
     }
 
     /// The one model of the fleet, when every worker serves the same single model.
     pub fn only_model(&self) -> Option<&Arc<str>> {
-        let mut models = self.by_model.keys();
-        match (models.next(), models.next()) {
-            (Some(m), None) => Some(m),
+        match self.by_model.as_slice() {
+            [(m, _)] => Some(m),
             _ => None,
         }
     }
@@ -252,9 +263,7 @@ impl WorkerSnapshot {
     /// or when no worker declares any model).
     pub fn candidates(&self, model: Option<&str>) -> &[WorkerId] {
         match model {
-            Some(m) if !self.by_model.is_empty() => {
-                self.by_model.get(m).map(Vec::as_slice).unwrap_or(&[])
-            }
+            Some(m) if !self.by_model.is_empty() => self.model_workers(m).unwrap_or(&[]),
             _ => &self.all_available,
         }
     }

@@ -20,12 +20,9 @@ impl ModelScan {
             let Some(limit) = limit else {
                 // Inside a string nobody keeps (message text, mostly): only its next quote or
                 // backslash matters.
-                return memchr::memchr2(b'"', b'\\', bytes).unwrap_or(bytes.len());
+                return super::skip::stop(bytes);
             };
-            let n = bytes
-                .iter()
-                .position(|&b| b == b'"' || b == b'\\')
-                .unwrap_or(bytes.len());
+            let n = super::skip::stop(bytes);
             self.keep_run(&bytes[..n], limit);
             return n;
         }

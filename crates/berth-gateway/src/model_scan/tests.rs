@@ -248,3 +248,119 @@ proptest! {
         prop_assert!(ended || all_seen);
     }
 }
+
+/// The scan's answers after `chunks`, the last one fed as the body's last bytes.
+fn fields_last(chunks: &[&[u8]], want_model: bool, wanted: &[Field]) -> (Found, Vec<Option<Kept>>) {
+    let mut s = ModelScan::with_fields(wanted);
+    s.want_only(want_model, wanted);
+    let (last, before) = chunks.split_last().unwrap();
+    for c in before {
+        s.feed(c);
+    }
+    let found = s.feed_last(last).clone();
+    assert!(s.ended());
+    (found, Field::ALL.map(|f| s.kept(f).cloned()).to_vec())
+}
+
+#[test]
+fn the_last_bytes_are_passed_over_when_they_cannot_name_a_member() {
+    let nvext = |v: &str| Some(Kept::Raw(v.as_bytes().to_vec()));
+    let chat = br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+    let (found, kept) = fields_last(&[chat], true, &[Field::Nvext]);
+    assert_eq!(found, Found::Model("m".into()));
+    assert_eq!(kept[Field::Nvext as usize], None);
+    // named after the model, plainly or with escapes: scanned and kept
+    let (_, kept) = fields_last(
+        &[br#"{"model":"m","nvext":{"a":1}}"#],
+        true,
+        &[Field::Nvext],
+    );
+    assert_eq!(kept[Field::Nvext as usize], nvext(r#"{"a":1}"#));
+    let (_, kept) = fields_last(
+        &[br#"{"model":"m","nv\u0065xt":{"a":2}}"#],
+        true,
+        &[Field::Nvext],
+    );
+    assert_eq!(kept[Field::Nvext as usize], nvext(r#"{"a":2}"#));
+    // a key cut between the frames: its end alone does not spell the name
+    let (_, kept) = fields_last(
+        &[br#"{"model":"m","nv"#, br#"ext":{"a":3}}"#],
+        true,
+        &[Field::Nvext],
+    );
+    assert_eq!(kept[Field::Nvext as usize], nvext(r#"{"a":3}"#));
+    // a kept value cut between the frames
+    let (_, kept) = fields_last(
+        &[br#"{"model":"m","nvext":{"a":"#, br#"4}}"#],
+        true,
+        &[Field::Nvext],
+    );
+    assert_eq!(kept[Field::Nvext as usize], nvext(r#"{"a":4}"#));
+    // the model after the other members, or none: the answers of a full scan
+    let (found, kept) = fields_last(
+        &[br#"{"nvext":{},"messages":[],"model":"x"}"#],
+        true,
+        &[Field::Nvext],
+    );
+    assert_eq!(
+        (found, kept[Field::Nvext as usize].clone()),
+        (Found::Model("x".into()), nvext("{}"))
+    );
+    let (found, _) = fields_last(&[br#"{"messages":[]}"#], true, &[Field::Nvext]);
+    assert_eq!(found, Found::NoModel);
+    // the model not asked for: members only
+    let (_, kept) = fields_last(&[br#"{"nvext":5}"#], false, &[Field::Nvext]);
+    assert_eq!(kept[Field::Nvext as usize], nvext("5"));
+}
+
+proptest! {
+    /// Feeding the last chunk as the body's last bytes gives the answers of a full scan.
+    #[test]
+    fn the_last_chunk_gives_the_answers_of_a_full_scan(
+        members in proptest::collection::vec(
+            (
+                prop_oneof![
+                    Just("nvext"), Just("metadata"), Just("conversation"),
+                    Just("prompt_cache_key"), Just("messages"), Just("model"), Just("nv"),
+                ],
+                prop_oneof![
+                    "[a-z \"{}\\[\\]:,\\\\]{0,12}".prop_map(serde_json::Value::String),
+                    any::<i32>().prop_map(serde_json::Value::from),
+                    "[a-z\"]{0,6}".prop_map(|s| serde_json::json!({"nvext": s, "x": [1, {"y": null}]})),
+                ],
+            ),
+            0..6,
+        ),
+        cuts in proptest::collection::vec(0usize..300, 0..4),
+        want_model in any::<bool>(),
+        all in any::<bool>(),
+    ) {
+        let mut obj = serde_json::Map::new();
+        for (k, v) in &members {
+            obj.insert((*k).to_owned(), v.clone());
+        }
+        let body = serde_json::Value::Object(obj).to_string();
+        let bytes = body.as_bytes();
+        let mut points: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+        points.sort_unstable();
+        let mut chunks = Vec::new();
+        let mut last = 0;
+        for p in points {
+            chunks.push(&bytes[last..p]);
+            last = p;
+        }
+        chunks.push(&bytes[last..]);
+        let wanted: &[Field] = if all { &Field::ALL } else { &[Field::Nvext] };
+        let mut full = ModelScan::with_fields(wanted);
+        full.want_only(want_model, wanted);
+        full.feed(bytes);
+        let found = full.finish().clone();
+        let kept = Field::ALL.map(|f| full.kept(f).cloned()).to_vec();
+        let (got_found, got_kept) = fields_last(&chunks, want_model, wanted);
+        prop_assert_eq!(got_kept, kept);
+        // (the model answer counts only when asked for)
+        if want_model {
+            prop_assert_eq!(got_found, found);
+        }
+    }
+}

@@ -10,7 +10,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures_util::future::Either;
 use http::Response;
 
 use super::held::ClientHead;
@@ -25,8 +24,8 @@ use crate::upstream::Pool;
 /// Proxies one generation request; every failure becomes its gateway error response.
 ///
 /// One future for the stages (not one per stage nested in another, each a copy of the one
-/// below it), and what a stage takes is moved into the next stage's future inside a block:
-/// nothing moved on keeps a place in this future beside it.
+/// below it); what a stage takes is moved into the next stage's future, and a value moved
+/// out keeps no place in this future beside it.
 pub(crate) async fn proxy(
     state: &Arc<AppState>,
     pool: &Arc<Pool>,
@@ -35,29 +34,26 @@ pub(crate) async fn proxy(
     body: ClientBody,
 ) -> Response<Body> {
     let start = Instant::now();
-    let (known, late, model, stage) = {
-        let prepared = match prepare(state, endpoint, head, body).await {
-            Ok(prepared) => prepared,
-            Err(err) => return refused(err),
-        };
-        // A session control applies once the request has been answered (or refused), before
-        // its response goes back. A streamed body's is seen by the scan as the body passes (a
-        // worker has read the whole body before it answers).
-        let known = prepared.inspected.session.clone();
-        let late = prepared.nvext.clone();
-        let model = (known.is_some() || late.is_some())
-            .then(|| prepared.model().map(str::to_owned))
-            .flatten();
-        let stage = match &state.pd {
-            None => Either::Left(dispatch::regular(state, pool, endpoint, prepared, start)),
-            // boxed: PD's future (two legs at once) would otherwise size every request's future
-            Some(legs) => Either::Right(Box::pin(pd::dispatch(
-                state, legs, pool, endpoint, prepared, start,
-            ))),
-        };
-        (known, late, model, stage)
+    let prepared = match prepare(state, endpoint, head, body, start).await {
+        Ok(prepared) => prepared,
+        Err(err) => return refused(err),
     };
-    let resp = stage.await;
+    // A session control applies once the request has been answered (or refused), before
+    // its response goes back. A streamed body's is seen by the scan as the body passes (a
+    // worker has read the whole body before it answers).
+    let known = prepared.inspected.session.clone();
+    let late = prepared.nvext.clone();
+    let model = (known.is_some() || late.is_some())
+        .then(|| prepared.model().map(str::to_owned))
+        .flatten();
+    // Each dispatcher's future awaited where it is made (`prepared` moved into it, so it
+    // keeps no place beside it): not wrapped in an `Either` and moved again to be awaited,
+    // each move a copy of the whole dispatch future.
+    let resp = match &state.pd {
+        None => dispatch::regular(state, pool, endpoint, prepared, start).await,
+        // boxed: PD's future (two legs at once) would otherwise size every request's future
+        Some(legs) => Box::pin(pd::dispatch(state, legs, pool, endpoint, prepared, start)).await,
+    };
     let seen = known.or_else(|| late?.get().and_then(scan_keys::session_of));
     if let Some((action, id)) = seen {
         // boxed: rare, and its future would otherwise size every request's future

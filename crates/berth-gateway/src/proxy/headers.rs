@@ -31,19 +31,31 @@ pub(crate) fn forwarded(name: &[u8]) -> bool {
 /// Drops hop-by-hop fields (and those the `Connection` field names) from a worker's response
 /// head, and its `Transfer-Encoding` (the client side frames the body).
 pub(crate) fn strip_response_fields(fields: &mut Fields) {
-    // One pass over the response's few names finds whether any is to go; most have none.
-    let mut any = false;
+    // One pass over the response's few names finds which are to go; most responses have none
+    // or one (`Connection: keep-alive`), removed at once by position.
+    let mut drop = [0usize; 4];
+    let mut n = 0;
     let mut listing = false;
-    for (name, value) in fields.iter() {
+    for (i, (name, value)) in fields.iter().enumerate() {
         if hop_by_hop(name) || same_name(name, "transfer-encoding") {
-            any = true;
+            if let Some(slot) = drop.get_mut(n) {
+                *slot = i;
+            }
+            n += 1;
             // the common values name no header: nothing to collect
             listing |= same_name(name, "connection")
                 && !(value.eq_ignore_ascii_case(b"keep-alive")
                     || value.eq_ignore_ascii_case(b"close"));
         }
     }
-    if !any {
+    if n == 0 {
+        return;
+    }
+    if !listing && n <= drop.len() {
+        // from the last, so the positions before it stay
+        for &i in drop[..n].iter().rev() {
+            fields.remove(i);
+        }
         return;
     }
     let listed: Vec<Vec<u8>> = if listing {
@@ -171,6 +183,27 @@ mod tests {
         let mut left: Vec<&[u8]> = h.iter().map(|(name, _)| name).collect();
         left.sort_unstable();
         assert_eq!(left, [&b"content-type"[..], b"x-kept"]);
+
+        // the common case, one or a few removed by position: the rest keep their order
+        let mut h = Fields::from_pairs(&[
+            ("server", "nginx"),
+            ("Connection", "keep-alive"),
+            ("content-type", "application/json"),
+            ("Transfer-Encoding", "chunked"),
+            ("x-a", "1"),
+            ("keep-alive", "timeout=5"),
+        ]);
+        strip_response_fields(&mut h);
+        let left: Vec<&[u8]> = h.iter().map(|(name, _)| name).collect();
+        assert_eq!(left, [&b"server"[..], b"content-type", b"x-a"]);
+        // more than the positions kept: the general pass
+        let pairs: Vec<(&str, &str)> = (0..6).map(|_| ("te", "trailers")).collect();
+        let mut h = Fields::from_pairs(&[pairs.as_slice(), &[("x-b", "2")]].concat());
+        strip_response_fields(&mut h);
+        assert_eq!(
+            h.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+            [&b"x-b"[..]]
+        );
 
         // nothing hop-by-hop: untouched
         let pairs = [("content-type", "text/plain"), ("x-a", "1"), ("x-a", "2")];

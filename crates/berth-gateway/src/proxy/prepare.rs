@@ -63,12 +63,14 @@ fn wants_text(policy: PolicyKind) -> bool {
     policy.reads_prompt()
 }
 
-/// Reads (or holds for streaming) the body, checks its model and counts the request.
+/// Reads (or holds for streaming) the body, checks its model and counts the request (`start`:
+/// when the request started).
 pub(crate) async fn prepare(
     state: &Arc<AppState>,
     endpoint: Endpoint,
     parts: ClientHead,
     body: ClientBody,
+    start: std::time::Instant,
 ) -> Result<Prepared, GatewayError> {
     let deadline = BodyDeadline::new(state.config.body_timeouts, tokio::time::Instant::now());
     let view = state.registry.view();
@@ -85,7 +87,8 @@ pub(crate) async fn prepare(
             tokens.is_some(),
             view.multi_model,
             &view.snapshot,
-            state.clock.now(),
+            // (the request's start: its clock read serves here too)
+            state.clock.at(start),
         ),
     };
     // Rank workers need the body held to add the rank: a body scanned for its key is then read.
@@ -171,7 +174,8 @@ pub(crate) async fn prepare(
         let mut ahead = ahead;
         let late = LateCheck::new(
             std::mem::take(&mut ahead.scan),
-            want_model.then(|| view.models.clone()),
+            // (the workers' models are copied only when the check goes on past the lookahead)
+            (want_model && ahead.scan.found().is_none()).then(|| view.models.clone()),
             nvext.clone(),
         );
         let ended = late.is_none() && http_body::Body::is_end_stream(&body);

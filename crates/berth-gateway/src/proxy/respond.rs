@@ -25,6 +25,7 @@ use crate::clock::Clock;
 use crate::error::{GatewayError, SseStyle};
 use crate::metrics::Metrics;
 use crate::registry::{Registry, Worker};
+use crate::request_id::RequestId;
 use crate::routing::{Decision, Lease, Outcome};
 use crate::state::AppState;
 use crate::upstream::UpResponse;
@@ -59,7 +60,7 @@ pub(crate) struct RequestGuard {
     /// header map is built for a worker's response): `x-smg-routed-worker-id`, and the
     /// `x-request-id` the service sets ([`set_request_id`]).
     routed: HeaderValue,
-    request_id: Option<HeaderValue>,
+    request_id: Option<RequestId>,
 }
 
 impl RequestGuard {
@@ -75,7 +76,7 @@ impl RequestGuard {
 
 /// Sets a worker's response's `x-request-id` (beside its fields, see [`RequestGuard`]); a
 /// response the gateway made gets `id` back, for its header map.
-pub(crate) fn set_request_id(resp: &mut Response<Body>, id: HeaderValue) -> Option<HeaderValue> {
+pub(crate) fn set_request_id(resp: &mut Response<Body>, id: RequestId) -> Option<RequestId> {
     match resp.body_mut().guard_mut() {
         Some(g) => {
             g.request_id = Some(id);
@@ -98,12 +99,14 @@ impl Completion for RequestGuard {
     fn on_data(&mut self, data: &Bytes) {
         if !self.first_byte_seen {
             self.first_byte_seen = true;
+            // one clock read for the lease's first-byte time and the histogram
+            let now = Instant::now();
             if let Some(lease) = self.lease.as_mut() {
-                lease.first_byte(self.clock.now(), self.event_stream);
+                lease.first_byte(self.clock.at(now), self.event_stream);
             }
             self.metrics
                 .ttft
-                .observe(self.start.elapsed().as_secs_f64());
+                .observe(now.saturating_duration_since(self.start).as_secs_f64());
         }
         if let (Some(sse), false) = (self.sse.as_mut(), data.is_empty()) {
             sse.at_boundary = data.ends_with(b"\n\n") || data.ends_with(b"\r\n\r\n");

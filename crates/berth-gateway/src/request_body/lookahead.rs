@@ -78,20 +78,26 @@ pub(crate) async fn read_ahead(
     ahead.scan.want_only(want_model, fields);
     let mut settled = hold.as_ref().is_none_or(|h| (h.settled)(&ahead.scan));
     let mut progress = ahead.scan.progress();
-    let mut last = Instant::now();
+    // When the last bytes came: read from the clock only when a wait needs it (`None`: just
+    // now, nothing has waited since)
+    let mut last: Option<Instant> = None;
     loop {
         let model_pending = want_model && ahead.scan.found().is_none();
         if settled && !(model_pending && ahead.len < LOOKAHEAD_LIMIT) {
             break;
         }
-        // A frame already there needs no timer.
-        let ready = body.frame().now_or_never();
-        let frame = match (ready, deadline.next(last)) {
-            (Some(frame), _) => frame,
-            (None, Some(at)) => tokio::time::timeout_at(at, body.frame())
-                .await
-                .map_err(|_| deadline.error(last))?,
-            (None, None) => body.frame().await,
+        // A frame already there needs no timer (nor the clock).
+        let frame = match body.frame().now_or_never() {
+            Some(frame) => frame,
+            None => {
+                let since = *last.get_or_insert_with(Instant::now);
+                match deadline.next(since) {
+                    Some(at) => tokio::time::timeout_at(at, body.frame())
+                        .await
+                        .map_err(|_| deadline.error(since))?,
+                    None => body.frame().await,
+                }
+            }
         };
         let mut data = match frame {
             None => {
@@ -104,18 +110,24 @@ pub(crate) async fn read_ahead(
                 Err(_) => continue,
             },
         };
-        last = Instant::now();
+        last = None;
         let past_limit = ahead.len + data.len() > LOOKAHEAD_LIMIT;
         ahead.len += data.len();
         if ahead.len > max {
             return Err(GatewayError::PayloadTooLarge(max));
         }
         if let Some(h) = hold.as_ref().filter(|_| past_limit && !settled) {
+            let now = *last.insert(Instant::now());
             let mut r = h.budget.empty();
-            r.grow_to(data.len(), Instant::now() + WAIT).await?;
+            r.grow_to(data.len(), now + WAIT).await?;
             data = r.attach(data);
         }
-        ahead.scan.feed(&data);
+        // The body's last bytes: what the scan has no question left for is passed over.
+        if http_body::Body::is_end_stream(&*body) {
+            ahead.scan.feed_last(&data);
+        } else {
+            ahead.scan.feed(&data);
+        }
         ahead.prefix.push(data);
         if let Some(h) = hold.as_ref().filter(|_| !settled) {
             let now = ahead.scan.progress();
@@ -151,32 +163,30 @@ impl LateCheck {
         nvext: Option<NvextSlot>,
     ) -> Option<Self> {
         let known = known.filter(|_| scan.found().is_none());
-        let mut check = Self {
-            known: None,
-            nvext: None,
-            scan: ModelScan::new(),
-        };
+        let mut watch = None;
         if let Some(slot) = nvext {
             match scan.kept(Field::Nvext) {
                 Some(k) => {
                     let _ = slot.set(k.clone());
                 }
-                None if !scan.ended() => check.nvext = Some(slot),
+                None if !scan.ended() => watch = Some(slot),
                 None => {}
             }
         }
-        if known.is_none() && check.nvext.is_none() {
+        if known.is_none() && watch.is_none() {
             return None;
         }
-        let fields: &[Field] = if check.nvext.is_some() {
+        let fields: &[Field] = if watch.is_some() {
             &[Field::Nvext]
         } else {
             &[]
         };
         scan.want_only(known.is_some(), fields);
-        check.known = known;
-        check.scan = scan;
-        Some(check)
+        Some(Self {
+            scan,
+            known,
+            nvext: watch,
+        })
     }
 
     /// Feeds the next bytes: `Err(model)` when they complete an unknown model; `Ok(true)` once

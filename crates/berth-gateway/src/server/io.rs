@@ -1,6 +1,6 @@
 //! The accept loop and the IO loops: one accept loop deals connections round robin to the IO
 //! loops; each IO loop serves its connections (`conn.rs`), prunes its worker connections and
-//! ticks its header-timeout wheel (`coarse_timer.rs`).
+//! ticks its header-timeout and request-timeout wheels (`coarse_timer.rs`).
 
 use std::sync::Arc;
 
@@ -106,10 +106,13 @@ async fn io_loop(
     state: Arc<AppState>,
     mut stop: watch::Receiver<bool>,
 ) {
+    // `--request-timeout-secs`: a coarse wheel of its own per IO loop, ticked here
+    let requests = Wheel::new(state.config.request_timeout);
     let io = Arc::new(IoCtx {
-        pool: Arc::new(Pool::new(state.client.clone())),
+        pool: Arc::new(Pool::new(state.client.clone()).with_request_timer(requests.clone())),
         state,
     });
+    let mut request_tick = every(requests.tick());
     // `--header-read-timeout-secs`: one coarse wheel per IO loop, ticked here
     let wheel = io.state.config.header_read_timeout.map(Wheel::new);
     let timer = wheel.clone().map(CoarseTimer);
@@ -128,6 +131,9 @@ async fn io_loop(
             now = header_tick.tick(), if wheel.is_some() => {
                 wheel.as_ref().map(|w| w.fire(now.into_std()));
             }
+            now = request_tick.tick() => {
+                requests.fire(now.into_std());
+            }
             stream = incoming.recv() => {
                 let Some(stream) = stream else { break };
                 let Ok(stream) = tokio::net::TcpStream::from_std(stream) else { continue };
@@ -144,6 +150,9 @@ async fn io_loop(
                 joined = conns.join_next() => if joined.is_none() { break },
                 now = header_tick.tick(), if wheel.is_some() => {
                     wheel.as_ref().map(|w| w.fire(now.into_std()));
+                }
+                now = request_tick.tick() => {
+                    requests.fire(now.into_std());
                 }
             }
         }

@@ -108,7 +108,7 @@ impl Upstream<'_> {
         // each send is pinned in its own block, so the two share their place in this future
         let mut sent = {
             let pooled = pin!(send(up, Reuse::Pooled));
-            response_within(pooled, self.timeout, upload).await
+            response_within(pooled, self.timeout, upload, self.pool.request_timer()).await
         };
         // A reused connection that failed before any response byte was most likely closed by
         // the worker after its previous reply (llama-server does so after every stream).
@@ -120,7 +120,7 @@ impl Upstream<'_> {
             tracing::debug!(worker = %target.url, "reused connection closed before answering; re-sending on a fresh one");
             sent = {
                 let fresh = pin!(send(up, Fresh));
-                response_within(fresh, self.timeout, upload).await
+                response_within(fresh, self.timeout, upload, self.pool.request_timer()).await
             };
         }
         // A client that was too slow, sent too much or went away failed the attempt itself: no

@@ -25,21 +25,29 @@ impl Placement {
                 use std::hash::BuildHasher;
                 static STATE: std::sync::OnceLock<std::collections::hash_map::RandomState> =
                     std::sync::OnceLock::new();
+                /// Keys remembered per thread (a power of two).
+                const RECENT: usize = 64;
+                type Recent = [std::cell::Cell<Option<(u128, u64)>>; RECENT];
                 thread_local! {
-                    /// The last key placed on this thread and its hash: a request's key is
-                    /// placed twice in a row (its shard, then its home slot in the shard), and
-                    /// is hashed once.
-                    static LAST: std::cell::Cell<Option<(u128, u64)>> =
-                        const { std::cell::Cell::new(None) };
+                    /// Recent keys placed on this thread and their hashes, by the key's low
+                    /// bits (a key is already a hash, so they spread): a request's key is placed twice in a row (its shard, then its home
+                    /// slot in the shard), and again when its lease is released after its
+                    /// response (other requests' keys placed in between), and is hashed once.
+                    static RECENT_KEYS: Recent =
+                        const { [const { std::cell::Cell::new(None) }; RECENT] };
                 }
-                let h = match LAST.get() {
-                    Some((k, h)) if k == key => h,
-                    _ => {
-                        let h = STATE.get_or_init(Default::default).hash_one(key);
-                        LAST.set(Some((key, h)));
-                        h
+                let h = RECENT_KEYS.with(|recent| {
+                    // (bit 0 of a real key is always set: the bits above it choose)
+                    let slot = &recent[(key >> 1) as usize & (RECENT - 1)];
+                    match slot.get() {
+                        Some((k, h)) if k == key => h,
+                        _ => {
+                            let h = STATE.get_or_init(Default::default).hash_one(key);
+                            slot.set(Some((key, h)));
+                            h
+                        }
                     }
-                };
+                });
                 ((h >> 56) as usize, h as usize)
             }
             #[cfg(test)]

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use super::PickRequest;
 use super::cache_aware::CacheAwareConfig;
-use super::prefix_index::{IndexStats, SharedIndex};
+use super::prefix_index::{self, IndexStats, SharedIndex};
 use crate::{Rng, WorkerId, WorkerSnapshot, WorkerStats};
 
 mod agentic;
@@ -125,6 +125,11 @@ pub(crate) struct Evaluation {
     /// per-token cost times the candidates' mean uncached tokens per placement; 0 for
     /// `ttft_aware`).
     pub(crate) turn_ms: f64,
+    /// `agentic`: the shared prefix a keyed request opens with (the deepest prefix of its
+    /// prompt some candidate holds, by its chunk hash; `None` when nobody holds any or the
+    /// request has no key or text) and the live sessions that opened with it (the ledger).
+    pub(crate) prefix: Option<u64>,
+    pub(crate) prefix_sessions: f64,
     pub(crate) estimates: Vec<Estimate>,
 }
 
@@ -159,6 +164,8 @@ struct LedgerView {
     future_turns: f64,
     /// The typical continuing turn's uncached tokens the engines reported, if any.
     turn_tokens: Option<f64>,
+    /// The live sessions that opened with the request's shared prefix.
+    prefix_sessions: u32,
 }
 
 /// The policy: the prefix index per model and the settings.
@@ -205,7 +212,12 @@ impl TtftAware {
     }
 
     /// What the session ledger says for one request (`LedgerView::default()` without one).
-    fn ledger_view(&self, cands: &[WorkerId], key: Option<u128>) -> LedgerView {
+    fn ledger_view(
+        &self,
+        cands: &[WorkerId],
+        key: Option<u128>,
+        prefix: Option<u64>,
+    ) -> LedgerView {
         let Some(l) = &self.ledger else {
             return LedgerView {
                 sets: vec![(0.0, 0.0, 0); cands.len()],
@@ -221,6 +233,7 @@ impl TtftAware {
             session_rate: key.map_or((0.0, 0), |k| l.session_rate(k)),
             future_turns: key.map_or(0.0, |_| l.expected_turns() - 1.0),
             turn_tokens: l.turn_tokens(),
+            prefix_sessions: prefix.map_or(0, |p| l.prefix_sessions(p)),
         }
     }
 
@@ -334,7 +347,21 @@ impl TtftAware {
             (Some(_), Some(k)) => Some(ledger::session_key(k, req.model)),
             _ => None,
         };
-        let view = self.ledger_view(cands, session);
+        // the shared prefix a new session opens with: the deepest one a candidate holds,
+        // named by its last chunk's hash (which names the whole prefix) within the model
+        let prefix = match (session, &text, matched.iter().max()) {
+            (Some(_), Some(t), Some(&most)) if most > 0 => {
+                let n = prefix_index::chunks_in_bytes(most);
+                t.chunks().get(n.wrapping_sub(1)).map(|h| {
+                    let m = req
+                        .model
+                        .map_or(0, |m| xxhash_rust::xxh3::xxh3_64(m.as_bytes()));
+                    h ^ m.rotate_left(17)
+                })
+            }
+            _ => None,
+        };
+        let view = self.ledger_view(cands, session, prefix);
         // `agentic`'s typical turn: the continuing turn the engines reported, else the
         // candidates' mean uncached tokens of placements with text
         let typical = view.turn_tokens.or_else(|| {
@@ -352,6 +379,7 @@ impl TtftAware {
             session_rate,
             future_turns,
             turn_tokens,
+            prefix_sessions,
         } = view;
         let estimates = cands
             .iter()
@@ -406,6 +434,8 @@ impl TtftAware {
             session_rate,
             future_turns,
             turn_ms,
+            prefix,
+            prefix_sessions: f64::from(prefix_sessions),
             estimates,
         }
     }
@@ -514,7 +544,7 @@ impl TtftAware {
             ledger
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .record(key, chosen, prompt, held.max(0.0) as u64, now);
+                .record(key, chosen, prompt, held.max(0.0) as u64, eval.prefix, now);
         }
         let streaming = match req.stream {
             Some(true) => Streaming::Yes,

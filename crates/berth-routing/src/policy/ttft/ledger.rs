@@ -31,7 +31,16 @@
 //! turn on the worker that holds its history: what most of an agentic fleet's turns are, and
 //! what the gateway cannot size itself since it does not read them).
 //!
-//! Bounded: at most [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
+//! And, per *shared prefix*, how many live sessions opened with it (session 8): a new
+//! session's prefix is the deepest prefix of its first prompt that some candidate already held
+//! (a group's repository instructions, a coding agent's system prompt; `ttft.rs` names it by
+//! its chunk hash). A copy of that prefix to another worker serves every later session of the
+//! group, not only the one being placed; by Little's law the sessions expected to come for it
+//! over a session's life are about as many as are live now (`agentic.rs`, Placement).
+//!
+//! Bounded: at most [`MAX_PREFIXES`] prefixes (a prefix is forgotten with its last live
+//! session; a new prefix past the bound is not counted, and its session with it), at most
+//! [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
 //! expiry queue at most [`QUEUE_PER_SESSION`] entries per session (a session is queued again
 //! only after a quarter of the live window). Pure: times are milliseconds the caller passes.
 
@@ -49,6 +58,8 @@ pub const MAX_LIVE_MS: u64 = 600_000;
 const GAP_RATE: f64 = 0.05;
 /// Sessions the ledger remembers at most.
 pub const MAX_SESSIONS: usize = 1 << 16;
+/// Shared prefixes the ledger counts live sessions for at most.
+pub const MAX_PREFIXES: usize = 1 << 12;
 /// Expiry queue entries per remembered session at most.
 const QUEUE_PER_SESSION: usize = 5;
 /// Weight of a session's newest gap in its own typical gap.
@@ -70,6 +81,8 @@ struct Session {
     rate: f64,
     /// Turns recorded.
     turns: u32,
+    /// The shared prefix it opened with, when counted.
+    prefix: Option<u64>,
 }
 
 /// The ledger's key of a session: its routing key within its model (a 128-bit hash).
@@ -89,6 +102,10 @@ pub struct LedgerStats {
     pub sessions: usize,
     /// Sessions dropped because the ledger was full, since start.
     pub dropped_full: u64,
+    /// Shared prefixes with live sessions counted.
+    pub prefixes: usize,
+    /// New sessions whose prefix was not counted because [`MAX_PREFIXES`] were, since start.
+    pub prefixes_untracked: u64,
 }
 
 /// The per-session and per-worker working sets.
@@ -110,7 +127,10 @@ pub(crate) struct Ledger {
     live_turns: u64,
     /// The typical continuing turn's uncached tokens (none reported yet: `None`).
     turn_tokens: Option<f64>,
+    /// Per shared prefix, its live sessions.
+    prefixes: HashMap<u64, u32>,
     dropped_full: u64,
+    prefixes_untracked: u64,
 }
 
 impl Ledger {
@@ -135,6 +155,36 @@ impl Ledger {
         self.sessions
             .get(&key)
             .map_or((0.0, 0), |s| (s.rate, s.turns))
+    }
+
+    /// How many live sessions opened with shared prefix `p` (module docs).
+    pub(crate) fn prefix_sessions(&self, p: u64) -> u32 {
+        self.prefixes.get(&p).copied().unwrap_or(0)
+    }
+
+    /// Counts a new session under prefix `p` (module docs); `None` when not counted.
+    fn count_prefix(&mut self, p: Option<u64>) -> Option<u64> {
+        let p = p?;
+        if let Some(n) = self.prefixes.get_mut(&p) {
+            *n += 1;
+        } else if self.prefixes.len() < MAX_PREFIXES {
+            self.prefixes.insert(p, 1);
+        } else {
+            self.prefixes_untracked += 1;
+            return None;
+        }
+        Some(p)
+    }
+
+    fn uncount_prefix(&mut self, p: Option<u64>) {
+        if let Some(p) = p
+            && let Some(n) = self.prefixes.get_mut(&p)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.prefixes.remove(&p);
+            }
+        }
     }
 
     /// How many turns a session takes, at least 1 (module docs).
@@ -187,6 +237,8 @@ impl Ledger {
         LedgerStats {
             sessions: self.sessions.len(),
             dropped_full: self.dropped_full,
+            prefixes: self.prefixes.len(),
+            prefixes_untracked: self.prefixes_untracked,
         }
     }
 
@@ -217,6 +269,7 @@ impl Ledger {
             self.sub(s.worker, s.tokens);
             self.sub_rate(s.worker, s.rate);
             self.live_turns = self.live_turns.saturating_sub(u64::from(s.turns));
+            self.uncount_prefix(s.prefix);
             if ended {
                 let t = f64::from(s.turns);
                 self.ended_turns = Some(self.ended_turns.map_or(t, |m| m + GAP_RATE * (t - m)));
@@ -254,13 +307,15 @@ impl Ledger {
 
     /// Session `key`'s turn went to `w` at `now`; `prompt` is its prompt's tokens (`None`:
     /// unknown, the last known size stays), `held` how many of them `w` already held (the
-    /// session's base when this is its first turn).
+    /// session's base when this is its first turn), `prefix` the shared prefix it opened with
+    /// (counted on its first turn only).
     pub(crate) fn record(
         &mut self,
         key: u128,
         w: WorkerId,
         prompt: Option<u64>,
         held: u64,
+        prefix: Option<u64>,
         now: u64,
     ) {
         let prev = self.sessions.get(&key).copied();
@@ -276,6 +331,10 @@ impl Ledger {
             self.drop_oldest();
         }
         let base = prev.map_or(held, |p| p.base);
+        let prefix = match prev {
+            Some(p) => p.prefix,
+            None => self.count_prefix(prefix),
+        };
         let tokens = match (prompt, prev) {
             (Some(t), _) => t.saturating_sub(base),
             (None, Some(p)) => p.tokens,
@@ -307,6 +366,7 @@ impl Ledger {
                 gap_ms: session_gap,
                 rate,
                 turns: prev.map_or(1, |p| p.turns.saturating_add(1)),
+                prefix,
             },
         );
         if requeue {

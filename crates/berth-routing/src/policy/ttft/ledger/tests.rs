@@ -180,12 +180,19 @@ fn a_shared_prefix_counts_the_live_sessions_that_opened_with_it() {
     const G: u64 = 0x0067_726f_7570;
     // three sessions open with the group's prefix, one with none; later turns and a move
     // neither count again nor lose the count
-    l.record(1, A, Some(2500), 2000, Some(G), 0);
-    l.record(2, A, Some(2500), 2000, Some(G), 0);
-    l.record(3, B, Some(2500), 2000, Some(G), 0);
+    l.record(1, A, Some(2500), 2000, Some((G, 2000)), 0);
+    l.record(2, A, Some(2500), 2000, Some((G, 2000)), 0);
+    l.record(3, B, Some(2500), 2000, Some((G, 2000)), 0);
     l.record(4, B, Some(900), 0, None, 0);
-    l.record(1, A, Some(3000), 0, Some(G ^ 1), 500);
+    // each worker holds the prefix once for the sessions that opened with it there
+    assert_eq!((l.held_prefixes(A), l.held_prefixes(B)), (2000, 2000));
+    assert_eq!((l.working_set(A), l.working_set(B)), (1000, 1400));
+    l.record(1, A, Some(3000), 0, Some((G ^ 1, 2000)), 500);
     l.record(2, B, Some(3000), 0, None, 500);
+    // a move takes the session's part along; A still holds the prefix for session 1, B holds
+    // it once for sessions 2 and 3
+    assert_eq!((l.held_prefixes(A), l.held_prefixes(B)), (2000, 2000));
+    assert_eq!((l.working_set(A), l.working_set(B)), (1000, 2400));
     assert_eq!(l.prefix_sessions(G), 3);
     assert_eq!(l.prefix_sessions(G ^ 1), 0, "a later turn opens nothing");
     assert_eq!(l.stats().prefixes, 1);
@@ -196,7 +203,9 @@ fn a_shared_prefix_counts_the_live_sessions_that_opened_with_it() {
     }
     assert_eq!(l.stats().sessions, 2);
     assert_eq!(l.prefix_sessions(G), 2);
+    assert_eq!((l.held_prefixes(A), l.held_prefixes(B)), (2000, 2000));
     l.expire(100_000);
+    assert_eq!((l.held_prefixes(A), l.held_prefixes(B)), (0, 0));
     assert_eq!(
         (l.prefix_sessions(G), l.stats().prefixes),
         (0, 0),
@@ -208,12 +217,12 @@ fn a_shared_prefix_counts_the_live_sessions_that_opened_with_it() {
 fn the_prefix_counts_are_bounded() {
     let mut l = Ledger::default();
     for p in 0..MAX_PREFIXES as u64 + 3 {
-        l.record(u128::from(p), A, Some(100), 0, Some(p), 0);
+        l.record(u128::from(p), A, Some(100), 0, Some((p, 50)), 0);
     }
     let s = l.stats();
     assert_eq!((s.prefixes, s.prefixes_untracked), (MAX_PREFIXES, 3));
     // a counted prefix still counts its next session
-    l.record(1 << 64, A, Some(100), 0, Some(7), 0);
+    l.record(1 << 64, A, Some(100), 0, Some((7, 50)), 0);
     assert_eq!(l.prefix_sessions(7), 2);
     assert_eq!(l.prefix_sessions(MAX_PREFIXES as u64), 0, "not counted");
 }

@@ -126,3 +126,43 @@ fn a_universal_prefix_is_worth_nothing_whatever_its_sessions() {
         assert_eq!(d.worker, WorkerId(2), "seed {seed}");
     }
 }
+
+/// A copy is priced over the group only while one candidate holds its prefix: it buys the
+/// group a second holder, and among two holders placement balances as before. Three workers:
+/// workers 0 and 1 hold the group's prefix and four of its sessions each (as in the test
+/// above: a life of about 220 ms on either), worker 2 holds nothing. A third copy would cost
+/// about 290 ms with its load weight: the next session of the group stays with a holder.
+/// (Priced over the group's seven counted sessions, as it was before the rule, the copy would
+/// cost it about 40 ms and worker 2 would take it.)
+#[test]
+fn a_second_holder_ends_the_group_pricing() {
+    for seed in 0..5 {
+        let f = roomy(3);
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let mut rng = Rng::seeded(seed);
+        let prefix = fresh("repository instructions", 2000);
+        let homes = [0, 0, 0, 0, 1, 1, 1, 1];
+        let mut texts: Vec<String> = vec![prefix.clone(); homes.len()];
+        for secs in 0..3 {
+            let now = Duration::from_secs(secs);
+            for (i, text) in texts.iter_mut().enumerate() {
+                text.push_str(&fresh(&format!("g{i} turn {secs}"), 1000));
+                let ex = all_but(WorkerId(homes[i]), 3);
+                let mut d = route(&r, &snap, Some(&format!("g{i}")), text, &ex, now, &mut rng);
+                d.lease.first_byte(now, false);
+            }
+        }
+        let t = next_of_group(&texts);
+        let d = route(
+            &r,
+            &snap,
+            Some("new"),
+            &t,
+            &[],
+            Duration::from_secs(3),
+            &mut rng,
+        );
+        assert_ne!(d.worker, WorkerId(2), "seed {seed}");
+    }
+}

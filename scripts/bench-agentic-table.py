@@ -141,3 +141,20 @@ for label, runs in rows.items():
     print(f"| {name} | {fmt(c[0], '.3f')} | {ms(c[1])} | {ms(c[2])} | {ms(c[3])} | "
           f"{fmt(c[4], '.2f')} | {fmt(c[5], '.2f')} | {fmt(c[6], '.2f')} | {fmt(c[7], '.2f')} | "
           f"{fmt(c[8], '.2f')} | {fmt(c[9], '.0f')} |")
+
+# run by run (issue #21's targets are read from the same run's rows): each berth row's cached
+# share of the ideal, its TTFT p99 over the better of the smg and nginx rows' in that run, and
+# its busiest worker over the mean (requests)
+base = [lab for lab in rows if lab.startswith(("smg:", "nginx:"))]
+if base:
+    print("\nrun by run: cached / ideal, p99 / the better of " + " and ".join(base)
+          + ", busiest / mean (req)\n")
+    for label, runs in rows.items():
+        if label == "pooled" or label in base:
+            continue
+        cells = []
+        for i, r in enumerate(runs):
+            ref = [rows[b][i][3] for b in base if i < len(rows[b]) and rows[b][i][3] == rows[b][i][3]]
+            ratio = f"{r[3] / min(ref):.2f}x" if ref else "-"
+            cells.append(f"{r[0]:.3f} / {ratio} / {r[4]:.3f}")
+        print(f"- {label}: " + "; ".join(cells))

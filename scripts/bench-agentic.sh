@@ -26,7 +26,9 @@
 #        SAMPLE (1.0) --trace-session-sample; SESSIONS (all) --num-sessions
 #        ROWS (below): space-separated router:policy:routing[:flag,flag] rows; router berth,
 #              smg or nginx (nginx-style hashing: berth consistent_hashing on the session
-#              header stands in for nginx's `hash $http_x_smg_routing_key consistent`);
+#              header stands in for nginx's `hash $http_x_smg_routing_key consistent`), or
+#              berth@LABEL: berth from the binary in env BIN_LABEL (an A/B against an
+#              earlier build in the same run, e.g. BIN_s7=/work/berth-s7 and berth@s7:agentic:header);
 #              routing header (the bench's x-smg-routing-key per session) or none; the
 #              nginx rows run with --disable-worker-overload-protection (nginx has none)
 #   e.g. RUNS=1 LOADS=saturated:1100:20480 scripts/bench-agentic.sh /tmp/t/dataset.jsonl
@@ -72,10 +74,15 @@ start_router() { # router policy [extra router flags]
     local gw=$((BASE + FLEET + 10)) r=$1 p=$2
     shift 2
     case $r in
-    berth | nginx)
+    berth | berth@* | nginx)
         # nginx has no overload protection: its stand-in routes on the hash alone
         [ "$r" = nginx ] && set -- "$@" --disable-worker-overload-protection
-        "$BIN" serve --host 127.0.0.1 --port "$gw" --worker-urls "${URLS[@]}" --policy "$p" \
+        local bin=$BIN
+        if [[ $r == berth@* ]]; then
+            local var="BIN_${r#berth@}"
+            bin=${!var:?"row $r needs $var"}
+        fi
+        "$bin" serve --host 127.0.0.1 --port "$gw" --worker-urls "${URLS[@]}" --policy "$p" \
             --prometheus-host 127.0.0.1 --prometheus-port $((BASE + FLEET + 11)) --log-level "${LOG_LEVEL:-warn}" "$@" \
             >"$OUT/gateway.log" 2>&1 &
         PIDS+=($!)
@@ -133,7 +140,7 @@ for TRACE in "$@"; do
                 case $routing in header) mode=smg_routing_key ;; *) mode=none ;; esac
                 start_sims "$FLEET" "$kv" "$TSCALE" "$prefill"
                 start_router "$router" "$policy" ${extra//,/ }
-                art="$OUT/art/$name-$lname-f$FLEET-${row//[:,]/_}-$run"
+                art="$OUT/art/$name-$lname-f$FLEET-${row//[:,@]/_}-$run"
                 bench "$GW" "$mode" "$art" && row_line "$row" "$art" >>"$tsv"
                 [ "${LOG_LEVEL:-warn}" = warn ] || cp "$OUT/gateway.log" "$art/gateway.log"
                 # the router's own counters (moves, placements) next to the bench's artifacts

@@ -21,7 +21,9 @@
 #        at 2.5 times the sim's time scale (0.5: every delay 2.5 times longer in real time),
 #        arrivals and turn pauses scaled with it (2.4 roots/s, 500 ms pauses) and KVS_ROOTS (120)
 #        roots: the same load in the sim's time, less sensitive to the shared machine's CPU
-#        (docs/benchmarks.md, issue #17 session 8). BASE_PORT (25000)
+#        (docs/benchmarks.md, issue #17 session 8); kvroom = kvpressure with KVR_KV (4,608) tokens
+#        of KV: room for a system prompt and its sessions' recent turns but not for two system
+#        prompts, so sessions' histories are still evicted (session 8). BASE_PORT (25000)
 #        BIN (target/release/berth, built first when unset)
 #        LOG_LEVEL (warn; e.g. "warn,berth::feedback=debug" logs every compared answer to
 #        $OUT/SETTING-MODE-RUN/gateway.log)
@@ -56,6 +58,7 @@ for setting in $SETTINGS; do
         demo) KV=6144 ROOTS=30 RATE=4 ;;
         pressure) KV=3072 ROOTS=60 RATE=6 ;;
         kvpressure) KV=3072 ROOTS=${KVP_ROOTS:-120} RATE=6 PREFILL=${KVP_PREFILL:-4000} ;;
+        kvroom) KV=${KVR_KV:-4608} ROOTS=${KVP_ROOTS:-120} RATE=6 PREFILL=${KVP_PREFILL:-4000} ;;
         kvslow) KV=3072 ROOTS=${KVS_ROOTS:-120} RATE=2.4 PREFILL=${KVP_PREFILL:-4000} TS=0.5 DELAY=500 ;;
         *) echo "unknown setting $setting" >&2; exit 1 ;;
     esac

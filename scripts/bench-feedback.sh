@@ -17,7 +17,13 @@
 #        pressure = KV 3072, 60 roots at 6/s (prefill near saturation: a run that loses cache
 #        queues up, so runs of one seed differ by up to 0.26 cached share); kvpressure = the same
 #        KV and arrivals, prefill 4,000 tokens/s (KVP_PREFILL) and KVP_ROOTS (120) roots: the same
-#        KV pressure without the prefill cliff (docs/benchmarks.md, session 6). BASE_PORT (25000)
+#        KV pressure without the prefill cliff (docs/benchmarks.md, session 6); kvslow = kvpressure
+#        at 2.5 times the sim's time scale (0.5: every delay 2.5 times longer in real time),
+#        arrivals and turn pauses scaled with it (2.4 roots/s, 500 ms pauses) and KVS_ROOTS (120)
+#        roots: the same load in the sim's time, less sensitive to the shared machine's CPU
+#        (docs/benchmarks.md, issue #17 session 8); kvroom = kvpressure with KVR_KV (4,608) tokens
+#        of KV: room for a system prompt and its sessions' recent turns but not for two system
+#        prompts, so sessions' histories are still evicted (session 8). BASE_PORT (25000)
 #        BIN (target/release/berth, built first when unset)
 #        LOG_LEVEL (warn; e.g. "warn,berth::feedback=debug" logs every compared answer to
 #        $OUT/SETTING-MODE-RUN/gateway.log)
@@ -47,11 +53,13 @@ metric_sum() { # metrics-file name-prefix: sum of the samples whose line starts 
 printf '%-9s %-8s %3s %6s %7s %9s %9s %9s %8s %10s %11s\n' setting mode run ok cached \
     ttft_p50 ttft_p99 mae_tok compared shortfall corrections
 for setting in $SETTINGS; do
-    PREFILL=2000
+    PREFILL=2000 TS=0.2 DELAY=200
     case $setting in
         demo) KV=6144 ROOTS=30 RATE=4 ;;
         pressure) KV=3072 ROOTS=60 RATE=6 ;;
         kvpressure) KV=3072 ROOTS=${KVP_ROOTS:-120} RATE=6 PREFILL=${KVP_PREFILL:-4000} ;;
+        kvroom) KV=${KVR_KV:-4608} ROOTS=${KVP_ROOTS:-120} RATE=6 PREFILL=${KVP_PREFILL:-4000} ;;
+        kvslow) KV=3072 ROOTS=${KVS_ROOTS:-120} RATE=2.4 PREFILL=${KVP_PREFILL:-4000} TS=0.5 DELAY=500 ;;
         *) echo "unknown setting $setting" >&2; exit 1 ;;
     esac
     for run in $(seq "${FIRST_SEED:-1}" $((${FIRST_SEED:-1} + RUNS - 1))); do
@@ -60,7 +68,7 @@ for setting in $SETTINGS; do
             URLS=()
             for i in 1 2 3 4; do
                 "$BERTH" sim-worker --host 127.0.0.1 --port $((BASE + i)) --model sim-model \
-                    --kv-capacity-tokens "$KV" --prefill-tokens-per-sec "$PREFILL" --time-scale 0.2 \
+                    --kv-capacity-tokens "$KV" --prefill-tokens-per-sec "$PREFILL" --time-scale "$TS" \
                     >"$OUT/sim-$i.log" 2>&1 &
                 PIDS+=($!)
                 URLS+=("http://127.0.0.1:$((BASE + i))")
@@ -81,8 +89,8 @@ for setting in $SETTINGS; do
                 --num-sessions "$ROOTS" --concurrency 1000 --request-rate "$RATE" \
                 --arrival-pattern poisson --num-system-prompts "${NPROMPTS:-4}" \
                 --shared-system-prompt-length "${SYSW:-1500}" --session-turns-mean 3 \
-                --session-turns-stddev 2 --session-turn-delay-mean 200 \
-                --session-turn-delay-stddev 100 --synthetic-input-tokens-mean 120 \
+                --session-turns-stddev 2 --session-turn-delay-mean "$DELAY" \
+                --session-turn-delay-stddev $((DELAY / 2)) --synthetic-input-tokens-mean 120 \
                 --synthetic-input-tokens-stddev 60 --output-tokens-mean 40 \
                 --output-tokens-stddev 13 --agent-fanout 2 --agent-depth 1 \
                 --agent-context parent --random-seed "$run" --expected-workers 4 \

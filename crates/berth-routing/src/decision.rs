@@ -142,6 +142,9 @@ pub struct Lease {
     prefill: Option<(u64, Arc<TtftStats>, Arc<FleetCost>)>,
     /// `--cache-feedback`: what the answer is compared with.
     ticket: Option<Box<Ticket>>,
+    /// Whether the request counts in its worker's requests awaiting a first byte (overload
+    /// protection's queue, while worker loads are polled) and has not had it yet.
+    awaiting: bool,
 }
 
 impl Lease {
@@ -160,6 +163,23 @@ impl Lease {
             pin,
             prefill: None,
             ticket: None,
+            awaiting: false,
+        }
+    }
+
+    /// Counts the request in its worker's requests awaiting a first byte until it has it (or
+    /// ends): what overload protection counts as queued since the last load round.
+    pub(crate) fn await_first_byte(&mut self) {
+        if let (Some(s), false) = (&self.stats, self.awaiting) {
+            s.await_first_byte();
+            self.awaiting = true;
+        }
+    }
+
+    fn first_byte_seen(&mut self) {
+        if let (Some(s), true) = (&self.stats, self.awaiting) {
+            s.first_byte_seen();
+            self.awaiting = false;
         }
     }
 
@@ -204,6 +224,7 @@ impl Lease {
     /// response is a stream, so the byte is the first token) its time to first byte teaches
     /// the worker's cost model. Calls after the first do nothing.
     pub fn first_byte(&mut self, now: Duration, streamed: bool) {
+        self.first_byte_seen();
         if let Some((id, queue, fleet)) = self.prefill.take() {
             queue.first_byte(id, now.as_secs_f64() * 1000.0, streamed, &fleet);
         }
@@ -212,6 +233,7 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        self.first_byte_seen();
         if let Some((id, queue, _)) = self.prefill.take() {
             queue.end(id);
         }

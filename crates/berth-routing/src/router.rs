@@ -260,7 +260,7 @@ impl Router {
         let screen = self
             .cfg
             .overload
-            .screen(&cands, req.loads, !predicts, |w| snap.load(w));
+            .screen(&cands, req.loads, !predicts, |w| snap.flight(w));
         let place_on = self.overload.place_on(&screen, &cands, predicts)?;
         let text_bytes = req
             .tokens
@@ -301,6 +301,10 @@ impl Router {
             rng,
         )?;
         self.overload.count(&screen, decision.branch);
+        if req.loads.is_some() {
+            // overload protection counts it as queued until its first byte (`worker/load.rs`)
+            decision.lease.await_first_byte();
+        }
         let ticket = self.ticket(
             prior,
             prefix,

@@ -65,6 +65,9 @@ impl std::fmt::Debug for PolicySlot {
 #[derive(Debug, Default)]
 pub struct WorkerStats {
     in_flight: AtomicU32,
+    /// Of those, the requests whose answer has not yet sent its first byte (counted only while
+    /// worker loads are polled: overload protection's queue, `worker/load.rs`).
+    awaiting: AtomicU32,
     pinned_keys: AtomicU32,
     /// The placement policy's own state for this worker (`ttft_aware`'s).
     pub(crate) policy: PolicySlot,
@@ -115,8 +118,24 @@ impl WorkerStats {
             .or_else(|| self.learned_kv_tokens())
     }
 
+    /// Requests this gateway has in flight on the worker whose answer has not yet sent its
+    /// first byte (waiting or in prefill on the worker; counted while worker loads are polled).
+    pub fn awaiting_first_byte(&self) -> u32 {
+        self.awaiting.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn begin(&self) {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn await_first_byte(&self) {
+        self.awaiting.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn first_byte_seen(&self) {
+        let _ = self
+            .awaiting
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
     }
 
     pub(crate) fn end(&self) {
@@ -276,6 +295,15 @@ impl WorkerSnapshot {
     /// Requests in flight on `id` (0 for a removed worker).
     pub fn load(&self, id: WorkerId) -> u32 {
         self.get(id).map_or(0, |e| e.stats.in_flight())
+    }
+
+    /// Requests in flight on `id` and, of those, the ones still awaiting their answer's first
+    /// byte ((0, 0) for a removed worker): what overload protection reads
+    /// (`OverloadConfig::screen`).
+    pub fn flight(&self, id: WorkerId) -> (u32, u32) {
+        self.get(id).map_or((0, 0), |e| {
+            (e.stats.in_flight(), e.stats.awaiting_first_byte())
+        })
     }
 
     pub(crate) fn ring(&self) -> &Ring {

@@ -75,11 +75,12 @@ pub(crate) async fn poll_once(
             entries.extend(group);
         }
     }
-    // what this gateway has in flight to each worker as the round closes: requests sent there
-    // later count as queued until the next round (`routing::OverloadConfig::screen`)
+    // what this gateway has in flight to each worker as the round closes, and of that what
+    // awaits its first byte: requests sent there later count as queued until their first byte
+    // or the next round (`routing::OverloadConfig::screen`)
     let view = registry.view();
     for (id, load) in &mut entries {
-        load.in_flight = view.snapshot.load(*id);
+        (load.in_flight, load.awaiting) = view.snapshot.flight(*id);
     }
     WorkerLoads::new(entries)
 }
@@ -144,6 +145,7 @@ pub(crate) fn load_of(rank: Option<u32>, answer: &Value) -> Option<WorkerLoad> {
         waiting_reqs: waiting,
         token_usage,
         in_flight: 0,
+        awaiting: 0,
     })
 }
 

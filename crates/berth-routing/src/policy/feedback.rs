@@ -25,8 +25,11 @@
 //!
 //! The turns that stream unread on `ttft_aware`'s pinned path (no prediction from the index)
 //! are compared with the session's previous answer (`feedback/sessions.rs`); under `on` their
-//! answers also touch the session's last read prompt in the index (its *anchor*), so the index's
-//! recency follows the sessions the engine keeps using, and under `ttft_aware` a session whose
+//! answers also touch the session's last read prompt in the index (its *anchor*) as deep as the
+//! answer reported cached, so the index's recency follows what the engine keeps using (touching
+//! the whole path on a shortfall kept the histories the engine had lost recent in the index,
+//! whose bound then evicted the shared system prompts the engine still held: session 8), and
+//! under `ttft_aware` a session whose
 //! unread turn fell short has its next turn read and decided with its text (it may move off a
 //! worker that lost its history). `agentic` does not re-read (session 7): it decided such a
 //! turn as the unread turn it would have been (`PickRequest::feedback_read`), so reading it
@@ -49,7 +52,7 @@
 //! that stream unread on the pinned path, so the estimate runs low; bounding by it cost cached
 //! share under KV pressure (docs/benchmarks.md). It is exported either way.
 
-use super::prefix_index::{Prior, chunks_in_bytes};
+use super::prefix_index::{Prior, bytes_of_chunks, chunks_in_bytes};
 use super::{Policy, PrefixHashes};
 use crate::{WorkerId, WorkerSnapshot, WorkerStats};
 
@@ -246,12 +249,21 @@ impl Feedback {
         if self.mode == FeedbackMode::On
             && let (Some(a), Some(index)) = (prev.anchor, policy.index())
         {
-            // the worker has just used the session's prefix: so does the index
+            // the worker has just used the session's prefix as far as it reported it cached:
+            // so does the index (not deeper: what it lost must age out of the index as it did
+            // out of the worker, not stay recent there and push out what the worker holds)
+            let depth = a.depth as usize;
+            let keep = if a.tokens == 0 || report.cached_tokens >= u64::from(a.tokens) {
+                depth
+            } else {
+                let per = bytes_of_chunks(depth) as f64 / f64::from(a.tokens);
+                kept_chunks(report.cached_tokens, per).min(depth)
+            };
             let mut tree = index.lock();
-            let held = tree.touch_held(a.model, ticket.worker, a.depth as usize, a.hash);
+            let held = tree.touch_held(a.model, ticket.worker, depth, a.hash, keep);
             if held && v != Verdict::Shortfall {
                 // and it had kept all of the previous turn
-                tree.answered(a.model, ticket.worker, a.depth as usize, a.hash);
+                tree.answered(a.model, ticket.worker, depth, a.hash);
             }
         }
         Some(Observation {
@@ -329,6 +341,7 @@ impl Feedback {
                     model,
                     depth: u32::try_from(depth).unwrap_or(u32::MAX),
                     hash,
+                    tokens: (bytes_of_chunks(depth) as f64 / per) as u32,
                 }
             });
         drop(tree);

@@ -12,21 +12,32 @@
 //! ([`Screen::AllOver`]). A worker without a polled load (not answered yet, or its last poll
 //! failed) counts as under: protection never takes out a worker it knows nothing about.
 //!
-//! **The requests sent since the round count as queued** (berth's addition): a round is up to
-//! `--load-monitor-interval` (10 s) old, and SMG's rule alone sends *every* placement to the
-//! workers that were under at the round until the next one. Under KV pressure (the agentic
-//! coding trace over KV, `cache_aware`: half the placements vetoed) that put the whole traffic
-//! on one worker for a whole poll interval, 15-17 requests deep, its TTFT 7-8 s: the tail of
-//! every run (docs/benchmarks.md, issue #17 session 6). Each round records the requests this
-//! gateway had in flight to each worker ([`WorkerLoad::in_flight`]); a worker's waiting count
-//! is the round's plus what it has in flight above that, so an under worker takes at most
-//! `waiting_requests` more before every candidate is over and the policy's own rule (the
-//! fewest in flight) places. The other half of the same herd: a worker over on KV usage at the
-//! round stayed out for the whole interval after its requests had finished. KV in use
-//! (SGLang's `token_usage`, berth's sim worker's) is held by running requests, so with fewer
-//! requests in flight than at the round, the round's usage counts in proportion (none in
-//! flight: none held; more than at the round: the round's usage, the queue rule above covers
-//! the rest). Requests other clients send the worker are seen only at the next round.
+//! **The requests sent since the round count as queued while they await their first byte**
+//! (berth's addition): a round is up to `--load-monitor-interval` (10 s) old, and SMG's rule
+//! alone sends *every* placement to the workers that were under at the round until the next
+//! one. Under KV pressure (the agentic coding trace over KV, `cache_aware`: half the placements
+//! vetoed) that put the whole traffic on one worker for a whole poll interval, 15-17 requests
+//! deep, its TTFT 7-8 s: the tail of every run (docs/benchmarks.md, issue #17 session 6). Each
+//! round records the requests this gateway had in flight to each worker
+//! ([`WorkerLoad::in_flight`]) and, of those, the ones whose answer had not yet sent its first
+//! byte ([`WorkerLoad::awaiting`]); a worker's waiting count is the round's plus what it has
+//! awaiting a first byte above the round's, so an under worker takes at most
+//! `waiting_requests` more requests that it has not started answering before every candidate
+//! is over and the policy's own rule (the fewest in flight) places. A request that has had its
+//! first byte is running (decoding), not queued: counting every request in flight since the
+//! round as queued (session 6's rule) vetoed workers for their ordinary concurrency, most of all
+//! in the first poll interval, whose round is taken before any traffic (nothing in flight): on
+//! an engine with 64 running slots and nothing waiting, 8 streams decoding at once made a
+//! worker "overloaded"; under KV pressure those vetoes sent sub-agents off their parent's
+//! worker and new sessions off their group's holder, and each such copy of a shared prompt
+//! evicted another there: the collapse of the `kvpressure` benchmark in every
+//! `--cache-feedback` mode (docs/benchmarks.md, issue #17 session 8). The other half of the
+//! same herd: a worker over on KV usage at the round stayed out for the whole interval after
+//! its requests had finished. KV in use (SGLang's `token_usage`, berth's sim worker's) is held
+//! by running requests, so with fewer requests in flight than at the round, the round's usage
+//! counts in proportion (none in flight: none held; more than at the round: the round's usage,
+//! the queue rule above covers the rest). Requests other clients send the worker are seen only
+//! at the next round.
 //!
 //! `ttft_aware` and `agentic` screen on the waiting queue only: they price KV occupancy
 //! themselves (the prefix index bounded by each worker's capacity, the session ledger's working
@@ -45,9 +56,13 @@ pub struct WorkerLoad {
     pub waiting_reqs: u32,
     /// KV cache token usage in [0, 1] (`token_usage`, the mean across ranks).
     pub token_usage: f64,
-    /// Requests this gateway had in flight to the worker when the round was taken: the
-    /// requests it has sent there since count as queued until the next round (0 when unknown).
+    /// Requests this gateway had in flight to the worker when the round was taken (0 when
+    /// unknown): with fewer in flight now, the round's KV usage counts in proportion.
     pub in_flight: u32,
+    /// Of those, the requests whose answer had not yet sent its first byte: what the worker
+    /// has awaiting a first byte above this count was sent since the round and counts as
+    /// queued until the next round (0 when unknown).
+    pub awaiting: u32,
 }
 
 /// The loads of one poll round, immutable (the gateway swaps in a new one each round).
@@ -123,25 +138,27 @@ impl OverloadConfig {
     }
 
     /// Which of `cands` placement may use under `loads`. With `usage` false only the waiting
-    /// queue counts (the policies that price KV occupancy themselves). `in_flight`: each
-    /// worker's requests in flight through this gateway now; what it has above the round's
-    /// [`WorkerLoad::in_flight`] was sent since the round and counts as queued, so a worker
-    /// under the thresholds at a round takes at most `waiting_requests` more before it counts
-    /// as over too, not every placement until the next round; with fewer than at the round,
-    /// its KV usage counts in proportion (see the module docs).
+    /// queue counts (the policies that price KV occupancy themselves). `flight`: each worker's
+    /// requests in flight through this gateway now and, of those, the ones awaiting their
+    /// answer's first byte; what it has awaiting above the round's [`WorkerLoad::awaiting`]
+    /// was sent since the round and counts as queued, so a worker under the thresholds at a
+    /// round takes at most `waiting_requests` more that it has not started answering before it
+    /// counts as over too, not every placement until the next round (a request answering, past
+    /// its first byte, is running, not queued); with fewer in flight than at the round, its KV
+    /// usage counts in proportion (see the module docs).
     pub fn screen(
         &self,
         cands: &[WorkerId],
         loads: Option<&WorkerLoads>,
         usage: bool,
-        in_flight: impl Fn(WorkerId) -> u32,
+        flight: impl Fn(WorkerId) -> (u32, u32),
     ) -> Screen {
         let Some(loads) = loads.filter(|_| self.enabled) else {
             return Screen::All;
         };
         let is_over = |w: WorkerId, l: &WorkerLoad| {
-            let now = in_flight(w);
-            let since = now.saturating_sub(l.in_flight);
+            let (now, awaiting) = flight(w);
+            let since = awaiting.saturating_sub(l.awaiting);
             // KV in use is held by running requests: what finished since released its share
             let held = if l.in_flight > 0 && now < l.in_flight {
                 f64::from(now) / f64::from(l.in_flight)
@@ -187,26 +204,29 @@ mod tests {
             waiting_reqs: waiting,
             token_usage: usage,
             in_flight: 0,
+            awaiting: 0,
         }
     }
 
     const W: [WorkerId; 3] = [WorkerId(0), WorkerId(1), WorkerId(2)];
 
     /// Nothing in flight through the gateway.
-    fn none(_: WorkerId) -> u32 {
-        0
+    fn none(_: WorkerId) -> (u32, u32) {
+        (0, 0)
     }
 
     #[test]
-    fn requests_sent_since_the_round_count_as_queued() {
+    fn requests_sent_since_the_round_count_as_queued_until_their_first_byte() {
         let c = OverloadConfig::default();
-        // at the round W0 was under (2 waiting, 3 in flight through us), W1 and W2 over
+        // at the round W0 was under (2 waiting, 3 in flight through us, none answering yet),
+        // W1 and W2 over
         let round = |w0_in_flight| {
             WorkerLoads::new(vec![
                 (
                     W[0],
                     WorkerLoad {
                         in_flight: w0_in_flight,
+                        awaiting: w0_in_flight,
                         ..load(2, 0.1)
                     },
                 ),
@@ -215,7 +235,8 @@ mod tests {
             ])
         };
         let loads = round(3);
-        let now = |n: u32| move |w: WorkerId| if w == W[0] { n } else { 1 };
+        // `n` in flight on W0 now, none of them answering yet
+        let now = |n: u32| move |w: WorkerId| if w == W[0] { (n, n) } else { (1, 1) };
         // 5 more sent there since: 7 queued, still under
         assert_eq!(
             c.screen(&W, Some(&loads), true, now(8)),
@@ -235,6 +256,24 @@ mod tests {
     }
 
     #[test]
+    fn requests_past_their_first_byte_are_running_not_queued() {
+        let c = OverloadConfig::default();
+        // a round taken before any traffic: nothing waiting, nothing in flight through us
+        let idle = WorkerLoads::new(W.iter().map(|w| (*w, load(0, 0.1))).collect());
+        // since then W0 took 12 requests: all answering (decoding) it is not queueing
+        let decoding = |w: WorkerId| if w == W[0] { (12, 0) } else { (2, 0) };
+        assert_eq!(c.screen(&W, Some(&idle), false, decoding), Screen::All);
+        assert_eq!(c.screen(&W, Some(&idle), true, decoding), Screen::All);
+        // 7 of them still awaiting their first byte: still under; 8: over
+        let waiting = |n: u32| move |w: WorkerId| if w == W[0] { (12, n) } else { (2, 0) };
+        assert_eq!(c.screen(&W, Some(&idle), false, waiting(7)), Screen::All);
+        assert_eq!(
+            c.screen(&W, Some(&idle), false, waiting(8)),
+            Screen::Under(vec![W[1], W[2]])
+        );
+    }
+
+    #[test]
     fn kv_usage_counts_in_proportion_to_the_requests_still_in_flight() {
         let c = OverloadConfig::default();
         // at the round W1 had 0.9 of its KV in use by the 4 requests we had in flight there
@@ -249,7 +288,7 @@ mod tests {
             ),
             (W[2], load(9, 0.1)),
         ]);
-        let w1 = |n: u32| move |w: WorkerId| if w == W[1] { n } else { 0 };
+        let w1 = |n: u32| move |w: WorkerId| if w == W[1] { (n, 0) } else { (0, 0) };
         // all 4 (or more) still running: over
         assert_eq!(
             c.screen(&W, Some(&loads), true, w1(4)),

@@ -6,7 +6,10 @@
 //! Under `--cache-feedback on` a slot also keeps the session's *anchor*: the last chunk of its
 //! last read prompt that the index holds for its worker (model, depth, hash). The answers of
 //! its unread turns touch that path in the index (the worker has just used it), so the index's
-//! recency follows the sessions that stream unread instead of evicting them first.
+//! recency follows the sessions that stream unread instead of evicting them first; an answer
+//! that reports less cached than the anchor covers touches the path only as deep as it
+//! reported (session 8: touching the whole path kept the histories the worker had lost recent
+//! in the index, which then evicted what the worker still held).
 //!
 //! A fixed table (no growth with clients): [`SHARDS`] x [`SLOTS`] slots, each key in one slot
 //! chosen by its hash; a newer session in the same slot replaces the older one (its next turn
@@ -32,12 +35,14 @@ struct Slot {
 }
 
 /// Where a session's last read prompt ends in the index: its model's id, the number of its
-/// chunks the worker's tenant held, and the hash of the last of them.
+/// chunks the worker's tenant held, the hash of the last of them, and the tokens those chunks
+/// stand for (by the read prompt's own bytes per token).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Anchor {
     pub(crate) model: u32,
     pub(crate) depth: u32,
     pub(crate) hash: u64,
+    pub(crate) tokens: u32,
 }
 
 /// A session's previous answer.

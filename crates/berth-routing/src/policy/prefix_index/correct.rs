@@ -187,23 +187,30 @@ impl Index {
     }
 
     /// The worker has just used the prefix ending in chunk `depth - 1` (hash `hash`) of a text
-    /// the index held for it (an answer of a turn whose body was not read): touches that path.
-    /// False when the index no longer holds it.
+    /// the index held for it (an answer of a turn whose body was not read), as far as its first
+    /// `keep` chunks (what the answer reported cached): touches that path, from the deepest of
+    /// its segments starting before `keep`. False when the index no longer holds it.
     pub(crate) fn touch_held(
         &mut self,
         model: u32,
         worker: WorkerId,
         depth: usize,
         hash: u64,
+        keep: usize,
     ) -> bool {
         let Some(t) = self.tenant(model, worker) else {
             return false;
         };
-        let Some(s) = depth.checked_sub(1).and_then(|d| self.holder(t, d, hash)) else {
+        let Some(mut s) = depth.checked_sub(1).and_then(|d| self.holder(t, d, hash)) else {
             return false;
         };
-        self.touch(s);
-        self.compact_queue(t);
+        while s != NONE && self.segs[s as usize].start as usize >= keep {
+            s = self.segs[s as usize].parent;
+        }
+        if s != NONE {
+            self.touch(s);
+            self.compact_queue(t);
+        }
         true
     }
 

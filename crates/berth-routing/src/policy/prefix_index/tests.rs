@@ -268,3 +268,43 @@ fn long_prompts_are_indexed_coarser_past_the_fine_part() {
         bytes_of_chunks(chunks_in_bytes(30_000))
     );
 }
+
+#[test]
+fn an_unread_answer_touches_the_path_only_as_deep_as_it_reported() {
+    // a tenant bounded to 64 chunks holds a system prompt (16 chunks) with a first session's
+    // turn (one segment) and two more sessions' turns below it (16 chunks each), session 1's
+    // older than session 2's
+    let (mut idx, m) = index(1 << 20, 64 * CHUNK);
+    let sys = text("system prompt ", 16 * CHUNK);
+    let with = |tail: &str| {
+        let mut t = sys.clone();
+        t.extend(text(tail, 16 * CHUNK));
+        t
+    };
+    let (s0, s1, s2) = (
+        with("first one "),
+        with("session one "),
+        with("session two "),
+    );
+    for s in [&s0, &s1, &s2] {
+        idx.insert(m, &h(s), WorkerId(0), usize::MAX);
+    }
+    // session 1's next (unread) turn reports only the system prompt cached: the worker lost
+    // session 1's history, so only the path above it is touched
+    let h1 = h(&s1);
+    assert!(idx.touch_held(m, WorkerId(0), 32, h1.chunks()[31], 16));
+    // a new 16-chunk prompt: 80 chunks > 64, the least recent branch goes: session 1's turn,
+    // not session 2's (which the worker may still hold)
+    idx.insert(
+        m,
+        &h(&text("another prompt ", 16 * CHUNK)),
+        WorkerId(0),
+        usize::MAX,
+    );
+    assert_eq!(idx.longest_match(m, &h1, &ids(1)).0, 16 * CHUNK);
+    assert_eq!(idx.longest_match(m, &h(&s2), &ids(1)).0, 32 * CHUNK);
+    // reported whole: the whole path is touched
+    assert!(idx.touch_held(m, WorkerId(0), 32, h(&s2).chunks()[31], 32));
+    // no longer held: nothing to touch
+    assert!(!idx.touch_held(m, WorkerId(0), 32, h1.chunks()[31], 32));
+}

@@ -16,6 +16,7 @@ fn loads(per_worker: &[(u32, u32, f64)]) -> WorkerLoads {
                         waiting_reqs: waiting,
                         token_usage: usage,
                         in_flight: 0,
+                        awaiting: 0,
                     },
                 )
             })
@@ -300,4 +301,36 @@ fn a_worker_under_at_the_round_takes_only_a_queue_of_requests_until_the_next() {
     assert_eq!(per_worker, [8, 8, 8]);
     assert_eq!(r.stats().overload_vetoes, 8);
     drop(held);
+}
+
+#[test]
+fn requests_answering_since_the_round_do_not_make_a_worker_overloaded() {
+    // a round taken before any traffic: every worker under, nothing in flight through us
+    // (the first poll interval of every run); each request placed since has had its first
+    // byte and is decoding, held in flight: no worker is queueing, so nothing is vetoed
+    let fleet = Fleet::new(3);
+    let snap = fleet.snap(&[]);
+    let idle = loads(&[(0, 0, 0.1), (1, 0, 0.1), (2, 0, 0.1)]);
+    let r = with_overload(PolicyKind::CacheAware, OverloadConfig::default());
+    let mut rng = Rng::seeded(4);
+    let mut held = Vec::new();
+    for _ in 0..30 {
+        let mut d = route_loaded(&r, &snap, None, &idle, &mut rng).unwrap();
+        d.lease.first_byte(T0, true);
+        held.push(d.lease);
+    }
+    assert_eq!(r.stats().overload_vetoes, 0);
+    assert_eq!(r.stats().overload_all_over, 0);
+    // the same 30 still awaiting their first byte are queued: 8 a worker, then all over
+    let r = with_overload(PolicyKind::CacheAware, OverloadConfig::default());
+    let mut waiting = Vec::new();
+    for _ in 0..30 {
+        waiting.push(
+            route_loaded(&r, &snap, None, &idle, &mut rng)
+                .unwrap()
+                .lease,
+        );
+    }
+    assert!(r.stats().overload_all_over > 0);
+    drop((held, waiting));
 }

@@ -192,7 +192,8 @@ impl ModelScan {
     /// Scans the body's last bytes, then [`Self::finish`]es. Once the model answer is in (or
     /// not asked for), the bytes left are not scanned at all when they cannot name a member
     /// asked for and not seen yet: no such name in them and no backslash (a name written with
-    /// escapes), and the scan is not inside a key or a kept value that began earlier. (A
+    /// escapes), and the scan is not inside a key or a kept value that began earlier, nor
+    /// between a key asked for and its value. (A
     /// chat body names no member but `model`: of its bytes only those up to the model's
     /// value are scanned.) The model answer, when not asked for, may then be
     /// [`Found::NotJudged`] where a full scan would have found none.
@@ -211,6 +212,12 @@ impl ModelScan {
     /// Whether `bytes`, the rest of the body, may still give an answer asked for.
     fn may_name_wanted(&self, bytes: &[u8]) -> bool {
         if (self.want_model && self.model.is_none()) || self.in_key || self.keeping.is_some() {
+            return true;
+        }
+        // A key asked for was read and its value has not begun: the value is in `bytes`.
+        if matches!(self.expect, Expect::Colon | Expect::Value)
+            && matches!(self.target, Target::Field(f) if self.wanted & !self.seen & f.bit() != 0)
+        {
             return true;
         }
         let pending = self.wanted & !self.seen;

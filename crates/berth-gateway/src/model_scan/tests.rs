@@ -185,15 +185,7 @@ proptest! {
         obj.insert("model".into(), serde_json::Value::String(model.clone()));
         let body = serde_json::Value::Object(obj).to_string();
         let bytes = body.as_bytes();
-        let mut points: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
-        points.sort_unstable();
-        let mut chunks = Vec::new();
-        let mut last = 0;
-        for p in points {
-            chunks.push(&bytes[last..p]);
-            last = p;
-        }
-        chunks.push(&bytes[last..]);
+        let chunks = split_at(bytes, cuts);
         prop_assert_eq!(scan_chunks(&chunks), Found::Model(model));
     }
 }
@@ -226,15 +218,7 @@ proptest! {
         }
         let body = serde_json::Value::Object(obj.clone()).to_string();
         let bytes = body.as_bytes();
-        let mut points: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
-        points.sort_unstable();
-        let mut chunks = Vec::new();
-        let mut last = 0;
-        for p in points {
-            chunks.push(&bytes[last..p]);
-            last = p;
-        }
-        chunks.push(&bytes[last..]);
+        let chunks = split_at(bytes, cuts);
         let (kept, ended) = fields(&chunks);
         let whole = fields(&[bytes]).0;
         prop_assert_eq!(&kept, &whole);
@@ -311,6 +295,17 @@ fn the_last_bytes_are_passed_over_when_they_cannot_name_a_member() {
     // the model not asked for: members only
     let (_, kept) = fields_last(&[br#"{"nvext":5}"#], false, &[Field::Nvext]);
     assert_eq!(kept[Field::Nvext as usize], nvext("5"));
+    // the last bytes begin after a key asked for, before its value (found by the proptest
+    // below: the value was lost): scanned and kept
+    for cut in [19, 20] {
+        let body: &[u8] = br#"{"prompt_cache_key": 0}"#;
+        let (_, kept) = fields_last(&[&body[..cut], &body[cut..]], false, &Field::ALL);
+        assert_eq!(
+            kept[Field::PromptCacheKey as usize],
+            nvext("0"),
+            "cut at {cut}"
+        );
+    }
 }
 
 proptest! {
@@ -341,15 +336,7 @@ proptest! {
         }
         let body = serde_json::Value::Object(obj).to_string();
         let bytes = body.as_bytes();
-        let mut points: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
-        points.sort_unstable();
-        let mut chunks = Vec::new();
-        let mut last = 0;
-        for p in points {
-            chunks.push(&bytes[last..p]);
-            last = p;
-        }
-        chunks.push(&bytes[last..]);
+        let chunks = split_at(bytes, cuts);
         let wanted: &[Field] = if all { &Field::ALL } else { &[Field::Nvext] };
         let mut full = ModelScan::with_fields(wanted);
         full.want_only(want_model, wanted);
@@ -363,4 +350,19 @@ proptest! {
             prop_assert_eq!(got_found, found);
         }
     }
+}
+
+/// `bytes` cut at `cuts` (clamped to its length, in any order) into consecutive chunks, the
+/// empty ones included: what a client's frames could be.
+fn split_at(bytes: &[u8], cuts: Vec<usize>) -> Vec<&[u8]> {
+    let mut points: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+    points.sort_unstable();
+    let mut chunks = Vec::new();
+    let mut last = 0;
+    for p in points {
+        chunks.push(&bytes[last..p]);
+        last = p;
+    }
+    chunks.push(&bytes[last..]);
+    chunks
 }

@@ -29,6 +29,7 @@ mod breaker;
 mod decision;
 mod error;
 mod health;
+mod id_hash;
 pub mod key;
 mod options;
 mod pin;
@@ -47,6 +48,7 @@ pub use breaker::{Breaker, BreakerConfig, BreakerState, Outcome, Transition};
 pub use decision::{BodyPath, Branch, Decision, Lease, Leg, RouteRequest, RouterStats, SweepStep};
 pub use error::Error;
 pub use health::HealthTracker;
+pub use id_hash::{IdBuildHasher, IdHasher};
 pub use key::{
     BodyKeys, DEFAULT_KEY_SOURCES, HeaderList, HeaderSource, KeyConfig, KeySource, MAX_KEY_BYTES,
     RoutingKey, Source, session_from_user_id,

@@ -13,7 +13,6 @@
 //! of blaming the worker.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
 use http::Response;
@@ -23,7 +22,7 @@ use super::body::UpBody;
 use super::client::HttpClient;
 use super::h1::{self, GiveBack, H1Conn, ReqHead, RespBody};
 use crate::coarse_timer::Wheel;
-use crate::routing::WorkerId;
+use crate::routing::{IdBuildHasher, WorkerId};
 use crate::tls::MaybeTls;
 
 /// Idle connections kept per worker.
@@ -59,30 +58,8 @@ pub(crate) struct SendError {
     pub(crate) reused: bool,
 }
 
-/// Hashes worker ids (the gateway's own dense numbers, never client data) with one multiply:
-/// SipHash, the map's default, cost about 150 instructions at each checkout and give-back.
-#[derive(Debug, Default, Clone, Copy)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_u32(&mut self, id: u32) {
-        // Fibonacci hashing: sequential ids spread over the high bits the table probes with.
-        self.0 = u64::from(id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// Idle connections by worker.
-type IdleMap = HashMap<WorkerId, Vec<H1Conn<MaybeTls>>, BuildHasherDefault<IdHasher>>;
+type IdleMap = HashMap<WorkerId, Vec<H1Conn<MaybeTls>>, IdBuildHasher>;
 
 /// One IO loop's connections to every worker.
 #[derive(Debug, Default)]

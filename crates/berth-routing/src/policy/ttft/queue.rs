@@ -11,29 +11,8 @@
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// Hashes the queue's request ids (a per-worker counter, never client data) with one multiply:
-/// SipHash, the map's default, showed in the sticky-hit profile for no protection needed here.
-#[derive(Debug, Default, Clone, Copy)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_u64(&mut self, id: u64) {
-        // Fibonacci hashing: sequential ids spread over the high bits the table probes with.
-        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+use crate::id_hash::IdBuildHasher;
 
 /// A request placed on the worker, until its first byte or end.
 #[derive(Debug, Clone, Copy)]
@@ -75,7 +54,7 @@ impl Ord for Due {
 
 #[derive(Debug, Default)]
 pub(super) struct PrefillQueue {
-    pending: HashMap<u64, Entry, BuildHasherDefault<IdHasher>>,
+    pending: HashMap<u64, Entry, IdBuildHasher>,
     /// Ids in dispatch order; those no longer counting are skipped (and dropped at the front).
     order: VecDeque<u64>,
     expiries: BinaryHeap<Due>,

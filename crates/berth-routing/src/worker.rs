@@ -133,15 +133,11 @@ impl WorkerStats {
     }
 
     pub(crate) fn first_byte_seen(&self) {
-        let _ = self
-            .awaiting
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+        decrement(&self.awaiting);
     }
 
     pub(crate) fn end(&self) {
-        let _ = self
-            .in_flight
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+        decrement(&self.in_flight);
     }
 
     pub(crate) fn pin_added(&self) {
@@ -149,10 +145,13 @@ impl WorkerStats {
     }
 
     pub(crate) fn pin_removed(&self) {
-        let _ = self
-            .pinned_keys
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+        decrement(&self.pinned_keys);
     }
+}
+
+/// One less, never below zero (the counters' one decrement).
+fn decrement(count: &AtomicU32) {
+    let _ = count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
 }
 
 /// One worker in a snapshot.

@@ -30,9 +30,10 @@ impl Placement {
                 type Recent = [std::cell::Cell<Option<(u128, u64)>>; RECENT];
                 thread_local! {
                     /// Recent keys placed on this thread and their hashes, by the key's low
-                    /// bits (a key is already a hash, so they spread): a request's key is placed twice in a row (its shard, then its home
-                    /// slot in the shard), and again when its lease is released after its
-                    /// response (other requests' keys placed in between), and is hashed once.
+                    /// bits (a key is already a hash, so they spread): a request's key is
+                    /// placed twice in a row (its shard, then its home slot in the shard), and
+                    /// again when its lease is released after its response (other requests'
+                    /// keys placed in between), and is hashed once.
                     static RECENT_KEYS: Recent =
                         const { [const { std::cell::Cell::new(None) }; RECENT] };
                 }

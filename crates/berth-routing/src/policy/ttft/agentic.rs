@@ -57,6 +57,18 @@
 //!   working set (the most free KV), then at random. The queue a worker shows now says little
 //!   about the next second when its sessions are in a pause between turns; their turn rate
 //!   says what they will send.
+//! - **A copy serves its group** (session 8). A copy of a shared prefix (a group's repository
+//!   instructions on a worker that lacks them) serves every later session that opens with the
+//!   prefix, not only the one being placed: they can then spread over two holders. The ledger
+//!   counts, per shared prefix (the deepest prefix of a new session's prompt some candidate
+//!   holds), the live sessions that opened with it (`n`; by Little's law about as many more
+//!   are expected over a session's life), and placement charges the session `1 / (n + 1)` of
+//!   the copy's `(1 + load / (1 - load))` times its prefill (the rest is carried by the group),
+//!   only for the tokens that fit in the worker's KV beside what its live sessions hold, and
+//!   only while one candidate holds the prefix (it buys a group a second holder; among two or
+//!   more, placement balances as before). A prefix only one session holds (a parent agent's
+//!   conversation), a keyless request, and a prefix every candidate holds (no copy anywhere)
+//!   are priced as before.
 //! - **The typical turn** is a continuing turn's: the uncached tokens the engines report for
 //!   pinned turns that streamed unread (the ledger's typical continuing turn; most of an
 //!   agentic fleet's turns), which is also what an unread turn counts for in a queue; until a
@@ -235,6 +247,26 @@ pub(crate) fn life_cost(eval: &Evaluation) -> impl Fn(&Estimate) -> f64 + Copy {
     }
 }
 
+/// The part of a copy of the request's shared prefix that the group's other sessions carry,
+/// ms (module docs, "A copy serves its group"): a copy of `own - floor` tokens costs `(1 +
+/// extra)` times their prefill, shared evenly by this session and the `n` live sessions that
+/// opened with the same prefix (by Little's law, about as many more are expected to come for it
+/// over a session's life), so this session's price carries `1 / (n + 1)` of it. Only the
+/// tokens that fit in the worker's KV beside what its live sessions hold (their working set and
+/// the shared prefixes they opened with) are shared: a copy that evicts them displaces
+/// histories and prefixes their sessions will send again, which no group pays back. 0 for a
+/// keyless request or a prefix no other live session opened with: such a copy serves one
+/// session.
+fn copy_shared(eval: &Evaluation) -> impl Fn(&Estimate, f64, f64) -> f64 + Copy {
+    let n = eval.prefix_sessions.max(0.0);
+    let others = n / (n + 1.0);
+    move |e: &Estimate, floor: f64, extra: f64| {
+        let evicts = (e.kv_set + e.held_prefixes + e.own_tokens - e.kv_cap).max(0.0);
+        let fits = ((e.own_tokens - floor).max(0.0) - evicts).max(0.0);
+        others * (1.0 + extra) * e.per_token_ms * fits
+    }
+}
+
 /// Where a request without a pin goes (module docs, "Placement"): among the candidates within
 /// one typical turn's prefill of the least cost over the session's life that hold as much of
 /// the prompt as the cheapest one, to the one whose live sessions send the fewest turns; the
@@ -247,7 +279,8 @@ pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
         .map(|e| e.own_tokens)
         .min_by(f64::total_cmp)?;
     let life = life_cost(eval);
-    let price = move |e: &Estimate| fleet_cost(e, floor, extra) + life(e);
+    let shared = copy_shared(eval);
+    let price = move |e: &Estimate| fleet_cost(e, floor, extra) + life(e) - shared(e, floor, extra);
     let best = eval.estimates.iter().map(price).min_by(f64::total_cmp)?;
     let tie = TIE_MS.max(best * TIE_REL);
     // the band buys balance, not copies: only a candidate holding as much of the prompt as a

@@ -101,7 +101,7 @@ pub(crate) struct Estimate {
     pub(crate) sessions: u32,
     /// `agentic`: the tokens of the shared prefixes its live sessions opened with, each once.
     pub(crate) held_prefixes: f64,
-    /// The worker's KV capacity in tokens (infinite when it did not say).
+    /// The worker's KV capacity in tokens: reported, else learned (infinite when unknown).
     pub(crate) kv_cap: f64,
     /// The worker's prefill cost per token, ms (what an eviction costs when the evicted
     /// tokens are sent again).
@@ -418,8 +418,9 @@ impl TtftAware {
                         turn_rate,
                         sessions,
                         held_prefixes,
+                        // reported, else learned from the answers (`feedback.rs`)
                         kv_cap: stats
-                            .kv_capacity_tokens()
+                            .effective_kv_tokens()
                             .map_or(f64::INFINITY, |t| t as f64),
                         per_token_ms: self.state(stats).model(fleet).per_token_ms,
                     }

@@ -39,8 +39,12 @@
 //! over a session's life are about as many as are live now (`agentic.rs`, Placement). Each
 //! worker also counts the tokens of the shared prefixes its live sessions opened with, each
 //! once (*held prefixes*: a worker that holds a group's prefix holds it for all of the group's
-//! sessions there, also after the session that brought it ended), which is what decides
-//! whether a copy of another prefix fits beside them.
+//! sessions there, also after the session that brought it ended), once the prefix is shared
+//! (two live sessions opened with it; a prefix opened with once, such as the parent
+//! conversation a sub-agent extends, is already in its sender's working set), and a session
+//! opening with a prefix its worker counts does not count it again (also when its copy brought
+//! it there). A worker's working set plus its held prefixes is its *resident set*: what its
+//! live sessions need kept, which decides what a copy of another prefix evicts (session 9).
 //!
 //! Bounded: at most [`MAX_PREFIXES`] prefixes (a prefix is forgotten with its last live
 //! session; a new prefix past the bound is not counted, and its session with it), at most
@@ -75,6 +79,14 @@ const SESSION_GAP_RATE: f64 = 0.3;
 struct Prefix {
     live: u32,
     tokens: u64,
+}
+
+/// A worker's live sessions that opened with one shared prefix, and whether the worker counts
+/// the prefix among its held prefixes.
+#[derive(Debug, Clone, Copy, Default)]
+struct Holding {
+    sessions: u32,
+    counted: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -152,7 +164,7 @@ pub(crate) struct Ledger {
     /// Per shared prefix, its live sessions and size.
     prefixes: HashMap<u64, Prefix>,
     /// Per (worker, shared prefix), the live sessions on the worker that opened with it.
-    holding: HashMap<(WorkerId, u64), u32>,
+    holding: HashMap<(WorkerId, u64), Holding>,
     /// Per worker, the tokens of the shared prefixes its live sessions opened with, each once.
     prefix_set: HashMap<WorkerId, u64>,
     dropped_full: u64,
@@ -228,27 +240,34 @@ impl Ledger {
         }
     }
 
-    /// A live session on `w` opened with prefix `p`: `w` holds it once for all of them.
-    fn hold(&mut self, w: WorkerId, p: Option<u64>) {
-        let Some(p) = p else { return };
-        let n = self.holding.entry((w, p)).or_insert(0);
-        *n += 1;
-        if *n == 1 {
-            let t = self.prefixes.get(&p).map_or(0, |e| e.tokens);
-            *self.prefix_set.entry(w).or_insert(0) += t;
+    /// A live session on `w` opened with prefix `p`: `w` holds it once for all of them, and
+    /// counts it among its held prefixes once the prefix is shared (two live sessions or more
+    /// opened with it: a group's; a prefix opened with once, such as the parent conversation a
+    /// sub-agent extends, is already counted in the working set of the session that sent it).
+    /// Returns whether `w` counts `p`.
+    fn hold(&mut self, w: WorkerId, p: Option<u64>) -> bool {
+        let Some(p) = p else { return false };
+        let (live, tokens) = self.prefixes.get(&p).map_or((0, 0), |e| (e.live, e.tokens));
+        let h = self.holding.entry((w, p)).or_default();
+        h.sessions += 1;
+        if !h.counted && live >= 2 {
+            h.counted = true;
+            *self.prefix_set.entry(w).or_insert(0) += tokens;
         }
+        h.counted
     }
 
     fn release(&mut self, w: WorkerId, p: Option<u64>) {
         let Some(p) = p else { return };
-        let Some(n) = self.holding.get_mut(&(w, p)) else {
+        let Some(h) = self.holding.get_mut(&(w, p)) else {
             return;
         };
-        *n = n.saturating_sub(1);
-        if *n == 0 {
+        h.sessions = h.sessions.saturating_sub(1);
+        if h.sessions == 0 {
+            let counted = h.counted;
             self.holding.remove(&(w, p));
             let t = self.prefixes.get(&p).map_or(0, |e| e.tokens);
-            if let Some(set) = self.prefix_set.get_mut(&w) {
+            if let (true, Some(set)) = (counted, self.prefix_set.get_mut(&w)) {
                 *set = set.saturating_sub(t);
                 if *set == 0 {
                     self.prefix_set.remove(&w);
@@ -401,22 +420,30 @@ impl Ledger {
         if prev.is_none() && self.sessions.len() >= MAX_SESSIONS {
             self.drop_oldest();
         }
-        let (prefix, base) = match prev {
-            Some(p) => (p.prefix, p.base),
-            None => (self.count_prefix(prefix).map(|(p, _)| p), held),
+        let opened = match prev {
+            Some(_) => None,
+            None => self.count_prefix(prefix),
+        };
+        let prefix = prev.map_or(opened.map(|(p, _)| p), |p| p.prefix);
+        if let Some(p) = prev {
+            self.sub(p.worker, p.tokens);
+            self.sub_rate(p.worker, p.rate);
+            self.release(p.worker, p.prefix);
+        }
+        let holds = self.hold(w, prefix);
+        // a new session counts what it adds past its base; a shared prefix its worker counts
+        // among its held prefixes is not its own (also when this session's copy brought it)
+        let base = match (prev, opened) {
+            (Some(p), _) => p.base,
+            (None, Some((_, t))) if holds => held.max(t),
+            (None, _) => held,
         };
         let tokens = match (prompt, prev) {
             (Some(t), _) => t.saturating_sub(base),
             (None, Some(p)) => p.tokens,
             (None, None) => 0,
         };
-        if let Some(p) = prev {
-            self.sub(p.worker, p.tokens);
-            self.sub_rate(p.worker, p.rate);
-            self.release(p.worker, p.prefix);
-        }
         self.add(w, tokens);
-        self.hold(w, prefix);
         let rate = self.rate_of(session_gap);
         self.add_rate(w, rate);
         self.live_turns += 1;

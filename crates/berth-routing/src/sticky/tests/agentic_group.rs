@@ -166,3 +166,65 @@ fn a_second_holder_ends_the_group_pricing() {
         assert_ne!(d.worker, WorkerId(2), "seed {seed}");
     }
 }
+
+/// `after_group` with `group` sessions on worker 0 (roomy) beside a worker 1 of `cap` KV tokens
+/// that holds another group's 2000-token prefix (brought by a keyless request) for `others`
+/// live sessions of that group, each adding 300 tokens a turn. Returns where the group's next
+/// session goes.
+fn beside_another_group(group: usize, cap: u64, others: usize) -> WorkerId {
+    let f = roomy(2);
+    f.stats[1].set_kv_capacity_tokens(cap);
+    let snap = f.snap(&[]);
+    let r = agentic();
+    let mut rng = Rng::seeded(3);
+    let prefix = fresh("repository instructions", 2000);
+    let theirs = fresh("another repository", 2000);
+    let ex1 = all_but(WorkerId(1), 2);
+    let mut d = route(&r, &snap, None, &theirs, &ex1, T0, &mut rng);
+    d.lease.first_byte(T0, false);
+    let mut texts: Vec<String> = vec![prefix.clone(); group];
+    let mut their_texts: Vec<String> = vec![theirs.clone(); others];
+    for secs in 0..3 {
+        let now = Duration::from_secs(secs);
+        for (i, text) in texts.iter_mut().enumerate() {
+            text.push_str(&fresh(&format!("g{i} turn {secs}"), 1000));
+            let ex = all_but(WorkerId(0), 2);
+            let mut d = route(&r, &snap, Some(&format!("g{i}")), text, &ex, now, &mut rng);
+            d.lease.first_byte(now, false);
+        }
+        for (i, text) in their_texts.iter_mut().enumerate() {
+            text.push_str(&fresh(&format!("h{i} turn {secs}"), 300));
+            let mut d = route(&r, &snap, Some(&format!("h{i}")), text, &ex1, now, &mut rng);
+            d.lease.first_byte(now, false);
+        }
+    }
+    let t = next_of_group(&texts);
+    route(
+        &r,
+        &snap,
+        Some("new"),
+        &t,
+        &[],
+        Duration::from_secs(3),
+        &mut rng,
+    )
+    .worker
+}
+
+/// A copy is charged the live histories it evicts (session 9). Worker 0 holds the group's
+/// prefix and its eight sessions; worker 1 holds another group's 2000-token prefix and two of
+/// its sessions (900 tokens of history each): a resident set of 3800 tokens. With room for
+/// them and the copy (the prefix and the new session's 500 tokens), worker 1 takes the new
+/// session and becomes the group's second holder. With 5300 tokens of KV the copy would
+/// evict 1000 tokens of the other group's live histories (the ledger's working set, 1800,
+/// and the held prefix, 2000, counted once), which those sessions must prefill again: the
+/// session stays with the holder. (Without the charge the 1000 tokens of the copy that fit,
+/// priced over the group, pay for it and worker 1 takes it; without the held prefix the copy
+/// seems to fit.) A group of ten crowds its holder enough that the balance outweighs the
+/// evictions: the copy is made.
+#[test]
+fn a_copy_that_evicts_live_histories_is_charged_their_re_prefill() {
+    assert_eq!(beside_another_group(8, 1_000_000, 2), WorkerId(1), "room");
+    assert_eq!(beside_another_group(8, 5_300, 2), WorkerId(0), "tight");
+    assert_eq!(beside_another_group(10, 5_300, 2), WorkerId(1), "crowded");
+}

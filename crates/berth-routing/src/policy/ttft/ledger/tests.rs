@@ -226,3 +226,30 @@ fn the_prefix_counts_are_bounded() {
     assert_eq!(l.prefix_sessions(7), 2);
     assert_eq!(l.prefix_sessions(MAX_PREFIXES as u64), 0, "not counted");
 }
+
+#[test]
+fn a_prefix_is_held_once_shared_and_its_sessions_do_not_count_it_again() {
+    let mut l = Ledger::default();
+    // a sub-agent opens with its parent's conversation: a prefix opened with once, which its
+    // parent's working set already counts
+    const P: u64 = 0x7061_7265_6e74;
+    l.record(1, A, Some(3000), 2500, Some((P, 2500)), 0);
+    assert_eq!((l.held_prefixes(A), l.working_set(A)), (0, 500));
+    // a group's prefix: once two live sessions opened with it, the worker holds it once; a
+    // copy's session (B held none of it) counts only its own part beside it
+    const G: u64 = 0x0067_726f_7570;
+    l.record(2, A, Some(2400), 2000, Some((G, 2000)), 0);
+    l.record(3, B, Some(2600), 0, Some((G, 2000)), 0);
+    assert_eq!((l.held_prefixes(B), l.working_set(B)), (2000, 600));
+    l.record(4, A, Some(2300), 2000, Some((G, 2000)), 0);
+    assert_eq!(
+        (l.held_prefixes(A), l.working_set(A)),
+        (2000, 500 + 400 + 300)
+    );
+    // the sessions that opened with it first end (the window is 4 gaps of 900 ms): A still
+    // holds it for the other, B for none
+    l.record(4, A, Some(2300), 0, None, 900);
+    l.expire(3_700);
+    assert_eq!(l.stats().sessions, 1);
+    assert_eq!((l.held_prefixes(A), l.held_prefixes(B)), (2000, 0));
+}

@@ -1,8 +1,7 @@
 //! The routing core's prefix index as metrics (`cache_aware`, `ttft_aware`, `agentic`),
 //! refreshed when scraped: `berth_prefix_index_bytes`, `berth_prefix_index_chunks` and
 //! `berth_prefix_index_evicted_chunks_total{reason}`; and `agentic`'s session ledger:
-//! `berth_agentic_sessions`, `berth_agentic_sessions_dropped_total`, `berth_agentic_prefixes`
-//! and `berth_agentic_prefixes_untracked_total`.
+//! `berth_agentic_sessions` and `berth_agentic_sessions_dropped_total`.
 
 use std::sync::Mutex;
 
@@ -24,9 +23,6 @@ pub(crate) struct IndexMetrics {
     sessions: Gauge,
     dropped: Counter,
     dropped_seen: Mutex<u64>,
-    prefixes: Gauge,
-    untracked: Counter,
-    untracked_seen: Mutex<u64>,
 }
 
 impl IndexMetrics {
@@ -61,18 +57,6 @@ impl IndexMetrics {
             "agentic: sessions dropped from the full session ledger (least recently used first)",
             m.dropped.clone(),
         );
-        registry.register(
-            "berth_agentic_prefixes",
-            "agentic: shared prefixes the session ledger counts live sessions for (what a copy \
-             of a group's prefix is priced over; bounded at 4096)",
-            m.prefixes.clone(),
-        );
-        registry.register(
-            "berth_agentic_prefixes_untracked",
-            "agentic: new sessions whose shared prefix was not counted because the ledger \
-             counted 4096 prefixes",
-            m.untracked.clone(),
-        );
         for r in IndexEviction::ALL {
             let _ = m
                 .evicted
@@ -83,28 +67,16 @@ impl IndexMetrics {
 
     /// Sets the ledger figures (summed over PD legs).
     pub(crate) fn update_ledger<'a>(&self, stats: impl Iterator<Item = &'a LedgerStats>) {
-        let mut total = LedgerStats::default();
+        let (mut sessions, mut dropped) = (0usize, 0u64);
         for s in stats {
-            total.sessions += s.sessions;
-            total.dropped_full += s.dropped_full;
-            total.prefixes += s.prefixes;
-            total.prefixes_untracked += s.prefixes_untracked;
+            sessions += s.sessions;
+            dropped += s.dropped_full;
         }
         self.sessions
-            .set(i64::try_from(total.sessions).unwrap_or(i64::MAX));
-        self.prefixes
-            .set(i64::try_from(total.prefixes).unwrap_or(i64::MAX));
-        let advance = |counter: &Counter, seen: &Mutex<u64>, now: u64| {
-            let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
-            counter.inc_by(now.saturating_sub(*seen));
-            *seen = now.max(*seen);
-        };
-        advance(&self.dropped, &self.dropped_seen, total.dropped_full);
-        advance(
-            &self.untracked,
-            &self.untracked_seen,
-            total.prefixes_untracked,
-        );
+            .set(i64::try_from(sessions).unwrap_or(i64::MAX));
+        let mut seen = self.dropped_seen.lock().unwrap_or_else(|p| p.into_inner());
+        self.dropped.inc_by(dropped.saturating_sub(*seen));
+        *seen = dropped.max(*seen);
     }
 
     /// Sets the figures from the routers' indexes (summed over PD legs).

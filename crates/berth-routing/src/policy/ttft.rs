@@ -99,9 +99,7 @@ pub(crate) struct Estimate {
     pub(crate) turn_rate: f64,
     /// `agentic`: the live sessions the worker carries (the session ledger).
     pub(crate) sessions: u32,
-    /// `agentic`: the tokens of the shared prefixes its live sessions opened with, each once.
-    pub(crate) held_prefixes: f64,
-    /// The worker's KV capacity in tokens: reported, else learned (infinite when unknown).
+    /// The worker's KV capacity in tokens (infinite when it did not say).
     pub(crate) kv_cap: f64,
     /// The worker's prefill cost per token, ms (what an eviction costs when the evicted
     /// tokens are sent again).
@@ -127,11 +125,6 @@ pub(crate) struct Evaluation {
     /// per-token cost times the candidates' mean uncached tokens per placement; 0 for
     /// `ttft_aware`).
     pub(crate) turn_ms: f64,
-    /// `agentic`: the shared prefix a keyed request opens with (the deepest prefix of its
-    /// prompt some candidate holds, by its chunk hash; `None` when nobody holds any or the
-    /// request has no key or text) and the live sessions that opened with it (the ledger).
-    pub(crate) prefix: Option<(u64, f64)>,
-    pub(crate) prefix_sessions: f64,
     pub(crate) estimates: Vec<Estimate>,
 }
 
@@ -159,15 +152,13 @@ impl Evaluation {
 struct LedgerView {
     /// Per candidate, the tokens its live sessions hold, the turns per second they send and
     /// how many they are.
-    sets: Vec<(f64, f64, u32, f64)>,
+    sets: Vec<(f64, f64, u32)>,
     /// The request's session's turns per second and turns taken ((0, 0): new or keyless).
     session_rate: (f64, u32),
     /// The turns a keyed request's session is expected to send after this one (0: keyless).
     future_turns: f64,
     /// The typical continuing turn's uncached tokens the engines reported, if any.
     turn_tokens: Option<f64>,
-    /// The live sessions that opened with the request's shared prefix.
-    prefix_sessions: u32,
 }
 
 /// The policy: the prefix index per model and the settings.
@@ -214,25 +205,22 @@ impl TtftAware {
     }
 
     /// What the session ledger says for one request (`LedgerView::default()` without one).
-    fn ledger_view(
-        &self,
-        cands: &[WorkerId],
-        key: Option<u128>,
-        prefix: Option<u64>,
-    ) -> LedgerView {
+    fn ledger_view(&self, cands: &[WorkerId], key: Option<u128>) -> LedgerView {
         let Some(l) = &self.ledger else {
             return LedgerView {
-                sets: vec![(0.0, 0.0, 0, 0.0); cands.len()],
+                sets: vec![(0.0, 0.0, 0); cands.len()],
                 ..LedgerView::default()
             };
         };
         let l = l.lock().unwrap_or_else(PoisonError::into_inner);
         LedgerView {
-            sets: cands.iter().map(|w| l.worker_view(*w)).collect(),
+            sets: cands
+                .iter()
+                .map(|w| (l.working_set(*w) as f64, l.turn_rate(*w), l.sessions_on(*w)))
+                .collect(),
             session_rate: key.map_or((0.0, 0), |k| l.session_rate(k)),
             future_turns: key.map_or(0.0, |_| l.expected_turns() - 1.0),
             turn_tokens: l.turn_tokens(),
-            prefix_sessions: prefix.map_or(0, |p| l.prefix_sessions(p)),
         }
     }
 
@@ -346,17 +334,7 @@ impl TtftAware {
             (Some(_), Some(k)) => Some(ledger::session_key(k, req.model)),
             _ => None,
         };
-        // the shared prefix a new session opens with: the deepest one a candidate holds
-        let prefix = match (session, &text, matched.iter().max()) {
-            (Some(_), Some(t), Some(&most)) => {
-                ledger::prefix_key(t, most, req.model).map(|p| (p, most as f64 / per))
-            }
-            _ => None,
-        };
-        let view = self.ledger_view(cands, session, prefix.map(|p| p.0));
-        // a copy is priced over the group only while one candidate holds its prefix
-        let most = matched.iter().copied().max().unwrap_or(0);
-        let sole = matched.iter().filter(|m| **m == most).count() == 1;
+        let view = self.ledger_view(cands, session);
         // `agentic`'s typical turn: the continuing turn the engines reported, else the
         // candidates' mean uncached tokens of placements with text
         let typical = view.turn_tokens.or_else(|| {
@@ -374,58 +352,52 @@ impl TtftAware {
             session_rate,
             future_turns,
             turn_tokens,
-            prefix_sessions,
         } = view;
         let estimates = cands
             .iter()
             .zip(matched)
             .zip(sizes)
             .zip(sets)
-            .map(
-                |(((&w, m), cached_chars), (kv_set, turn_rate, sessions, held_prefixes))| {
-                    let Some(stats) = snap.stats(w) else {
-                        return Estimate {
-                            worker: w,
-                            own_tokens: prompt,
-                            prediction: Prediction {
-                                ttft_ms: f64::INFINITY,
-                                ahead_tokens: 0.0,
-                                decoding: 0.0,
-                            },
-                            cached_chars,
-                            kv_set,
-                            turn_rate,
-                            sessions,
-                            held_prefixes,
-                            kv_cap: f64::INFINITY,
-                            per_token_ms: fleet.per_token_ms,
-                        };
-                    };
-                    let own = match &text {
-                        Some(_) => (prompt - m as f64 / per).max(0.0),
-                        // an unread turn: a continuing turn's size when the engines told it
-                        None => turn_tokens.unwrap_or_else(|| self.state(stats).mean_own_tokens()),
-                    };
-                    let prediction = self
-                        .state(stats)
-                        .predict(now, stats.in_flight(), own, fleet);
-                    Estimate {
+            .map(|(((&w, m), cached_chars), (kv_set, turn_rate, sessions))| {
+                let Some(stats) = snap.stats(w) else {
+                    return Estimate {
                         worker: w,
-                        own_tokens: own,
-                        prediction,
+                        own_tokens: prompt,
+                        prediction: Prediction {
+                            ttft_ms: f64::INFINITY,
+                            ahead_tokens: 0.0,
+                            decoding: 0.0,
+                        },
                         cached_chars,
                         kv_set,
                         turn_rate,
                         sessions,
-                        held_prefixes,
-                        // reported, else learned from the answers (`feedback.rs`)
-                        kv_cap: stats
-                            .effective_kv_tokens()
-                            .map_or(f64::INFINITY, |t| t as f64),
-                        per_token_ms: self.state(stats).model(fleet).per_token_ms,
-                    }
-                },
-            )
+                        kv_cap: f64::INFINITY,
+                        per_token_ms: fleet.per_token_ms,
+                    };
+                };
+                let own = match &text {
+                    Some(_) => (prompt - m as f64 / per).max(0.0),
+                    // an unread turn: a continuing turn's size when the engines told it
+                    None => turn_tokens.unwrap_or_else(|| self.state(stats).mean_own_tokens()),
+                };
+                let prediction = self
+                    .state(stats)
+                    .predict(now, stats.in_flight(), own, fleet);
+                Estimate {
+                    worker: w,
+                    own_tokens: own,
+                    prediction,
+                    cached_chars,
+                    kv_set,
+                    turn_rate,
+                    sessions,
+                    kv_cap: stats
+                        .kv_capacity_tokens()
+                        .map_or(f64::INFINITY, |t| t as f64),
+                    per_token_ms: self.state(stats).model(fleet).per_token_ms,
+                }
+            })
             .collect();
         Evaluation {
             with_text: text.is_some(),
@@ -434,12 +406,6 @@ impl TtftAware {
             session_rate,
             future_turns,
             turn_ms,
-            prefix,
-            prefix_sessions: if sole {
-                f64::from(prefix_sessions)
-            } else {
-                0.0
-            },
             estimates,
         }
     }
@@ -548,14 +514,7 @@ impl TtftAware {
             ledger
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .record(
-                    key,
-                    chosen,
-                    prompt,
-                    held.max(0.0) as u64,
-                    eval.prefix.map(|(p, t)| (p, t as u64)),
-                    now,
-                );
+                .record(key, chosen, prompt, held.max(0.0) as u64, now);
         }
         let streaming = match req.stream {
             Some(true) => Streaming::Yes,

@@ -57,25 +57,6 @@
 //!   working set (the most free KV), then at random. The queue a worker shows now says little
 //!   about the next second when its sessions are in a pause between turns; their turn rate
 //!   says what they will send.
-//! - **A copy serves its group** (session 8). A copy of a shared prefix (a group's repository
-//!   instructions on a worker that lacks them) serves every later session that opens with the
-//!   prefix, not only the one being placed: they can then spread over two holders. The ledger
-//!   counts, per shared prefix (the deepest prefix of a new session's prompt some candidate
-//!   holds), the live sessions that opened with it (`n`; by Little's law about as many more
-//!   are expected over a session's life), and placement charges the session `1 / (n + 1)` of
-//!   the copy's `(1 + load / (1 - load))` times its prefill (the rest is carried by the group),
-//!   only for the tokens that fit in the worker's KV beside what its live sessions hold, and
-//!   only while one candidate holds the prefix (it buys a group a second holder; among two or
-//!   more, placement balances as before). A prefix only one session holds (a parent agent's
-//!   conversation), a keyless request, and a prefix every candidate holds (no copy anywhere)
-//!   are priced as before.
-//! - **A copy's KV** (session 9). The copy's tokens that do not fit in the worker's KV beside
-//!   its resident set (the ledger's live working set plus the shared prefixes its live
-//!   sessions hold, each once) evict that many tokens of live histories, which their sessions
-//!   must prefill again on their next turns: the copy is charged that re-prefill, times `1 +
-//!   load / (1 - load)` as every copy is (`copy_price`). A copy then goes where it fits, or
-//!   where the balance it buys outweighs the histories it evicts, and not where it only moves
-//!   the cost from this session to others.
 //! - **The typical turn** is a continuing turn's: the uncached tokens the engines report for
 //!   pinned turns that streamed unread (the ledger's typical continuing turn; most of an
 //!   agentic fleet's turns), which is also what an unread turn counts for in a queue; until a
@@ -254,26 +235,6 @@ pub(crate) fn life_cost(eval: &Evaluation) -> impl Fn(&Estimate) -> f64 + Copy {
     }
 }
 
-/// What a copy adds to a candidate's price beyond [`fleet_cost`], ms (module docs, "A copy
-/// serves its group" and "A copy's KV"). A copy of `own - floor` tokens costs `(1 + extra)`
-/// times their prefill. The part of it that would not fit in the worker's KV beside its
-/// resident set (the live sessions' working set and held prefixes, `ledger.rs`) evicts live
-/// histories, which their sessions must prefill again, queueing others as a copy does: that
-/// re-prefill is charged to the copy. The part that fits is shared by this session and the
-/// `n` live sessions that opened with the same prefix (by Little's law, about as many more are
-/// expected to come for it over a session's life), so this session's price carries `1 / (n +
-/// 1)` of it: the rest is taken off. 0 where nothing is copied.
-fn copy_price(eval: &Evaluation) -> impl Fn(&Estimate, f64, f64) -> f64 + Copy {
-    let n = eval.prefix_sessions.max(0.0);
-    let others = n / (n + 1.0);
-    move |e: &Estimate, floor: f64, extra: f64| {
-        let copy = (e.own_tokens - floor).max(0.0);
-        let resident = e.kv_set + e.held_prefixes;
-        let evicts = (resident + e.own_tokens - e.kv_cap).max(0.0).min(copy);
-        (1.0 + extra) * e.per_token_ms * (evicts - others * (copy - evicts))
-    }
-}
-
 /// Where a request without a pin goes (module docs, "Placement"): among the candidates within
 /// one typical turn's prefill of the least cost over the session's life that hold as much of
 /// the prompt as the cheapest one, to the one whose live sessions send the fewest turns; the
@@ -286,8 +247,7 @@ pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
         .map(|e| e.own_tokens)
         .min_by(f64::total_cmp)?;
     let life = life_cost(eval);
-    let copied = copy_price(eval);
-    let price = move |e: &Estimate| fleet_cost(e, floor, extra) + life(e) + copied(e, floor, extra);
+    let price = move |e: &Estimate| fleet_cost(e, floor, extra) + life(e);
     let best = eval.estimates.iter().map(price).min_by(f64::total_cmp)?;
     let tie = TIE_MS.max(best * TIE_REL);
     // the band buys balance, not copies: only a candidate holding as much of the prompt as a

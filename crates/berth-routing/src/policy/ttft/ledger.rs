@@ -31,31 +31,13 @@
 //! turn on the worker that holds its history: what most of an agentic fleet's turns are, and
 //! what the gateway cannot size itself since it does not read them).
 //!
-//! And, per *shared prefix*, how many live sessions opened with it (session 8): a new
-//! session's prefix is the deepest prefix of its first prompt that some candidate already held
-//! (a group's repository instructions, a coding agent's system prompt; `ttft.rs` names it by
-//! its chunk hash). A copy of that prefix to another worker serves every later session of the
-//! group, not only the one being placed; by Little's law the sessions expected to come for it
-//! over a session's life are about as many as are live now (`agentic.rs`, Placement). Each
-//! worker also counts the tokens of the shared prefixes its live sessions opened with, each
-//! once (*held prefixes*: a worker that holds a group's prefix holds it for all of the group's
-//! sessions there, also after the session that brought it ended), once the prefix is shared
-//! (two live sessions opened with it; a prefix opened with once, such as the parent
-//! conversation a sub-agent extends, is already in its sender's working set), and a session
-//! opening with a prefix its worker counts does not count it again (also when its copy brought
-//! it there). A worker's working set plus its held prefixes is its *resident set*: what its
-//! live sessions need kept, which decides what a copy of another prefix evicts (session 9).
-//!
-//! Bounded: at most [`MAX_PREFIXES`] prefixes (a prefix is forgotten with its last live
-//! session; a new prefix past the bound is not counted, and its session with it), at most
-//! [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
+//! Bounded: at most [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
 //! expiry queue at most [`QUEUE_PER_SESSION`] entries per session (a session is queued again
 //! only after a quarter of the live window). Pure: times are milliseconds the caller passes.
 
 use std::collections::{HashMap, VecDeque};
 
 use crate::WorkerId;
-use crate::policy::prefix_index::{PrefixHashes, chunks_in_bytes};
 
 /// A session stops counting once idle for this many typical gaps between turns...
 pub const LIVE_GAPS: f64 = 4.0;
@@ -67,27 +49,10 @@ pub const MAX_LIVE_MS: u64 = 600_000;
 const GAP_RATE: f64 = 0.05;
 /// Sessions the ledger remembers at most.
 pub const MAX_SESSIONS: usize = 1 << 16;
-/// Shared prefixes the ledger counts live sessions for at most.
-pub const MAX_PREFIXES: usize = 1 << 12;
 /// Expiry queue entries per remembered session at most.
 const QUEUE_PER_SESSION: usize = 5;
 /// Weight of a session's newest gap in its own typical gap.
 const SESSION_GAP_RATE: f64 = 0.3;
-
-/// A shared prefix's live sessions and its size.
-#[derive(Debug, Clone, Copy)]
-struct Prefix {
-    live: u32,
-    tokens: u64,
-}
-
-/// A worker's live sessions that opened with one shared prefix, and whether the worker counts
-/// the prefix among its held prefixes.
-#[derive(Debug, Clone, Copy, Default)]
-struct Holding {
-    sessions: u32,
-    counted: bool,
-}
 
 #[derive(Debug, Clone, Copy)]
 struct Session {
@@ -105,8 +70,6 @@ struct Session {
     rate: f64,
     /// Turns recorded.
     turns: u32,
-    /// The shared prefix it opened with, when counted.
-    prefix: Option<u64>,
 }
 
 /// The ledger's key of a session: its routing key within its model (a 128-bit hash).
@@ -119,16 +82,6 @@ pub(crate) fn session_key(key: &str, model: Option<&str>) -> u128 {
     h.digest128()
 }
 
-/// The ledger's key of the shared prefix of `text` held to `bytes` (the prefix index's
-/// granularity): the hash of its last chunk (which names the whole prefix), within `model`.
-/// `None` when nothing is held.
-pub(crate) fn prefix_key(text: &PrefixHashes, bytes: usize, model: Option<&str>) -> Option<u64> {
-    let n = chunks_in_bytes(bytes);
-    let h = *text.chunks().get(n.checked_sub(1)?)?;
-    let m = model.map_or(0, |m| xxhash_rust::xxh3::xxh3_64(m.as_bytes()));
-    Some(h ^ m.rotate_left(17))
-}
-
 /// What the ledger holds (for metrics).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LedgerStats {
@@ -136,10 +89,6 @@ pub struct LedgerStats {
     pub sessions: usize,
     /// Sessions dropped because the ledger was full, since start.
     pub dropped_full: u64,
-    /// Shared prefixes with live sessions counted.
-    pub prefixes: usize,
-    /// New sessions whose prefix was not counted because [`MAX_PREFIXES`] were, since start.
-    pub prefixes_untracked: u64,
 }
 
 /// The per-session and per-worker working sets.
@@ -161,33 +110,13 @@ pub(crate) struct Ledger {
     live_turns: u64,
     /// The typical continuing turn's uncached tokens (none reported yet: `None`).
     turn_tokens: Option<f64>,
-    /// Per shared prefix, its live sessions and size.
-    prefixes: HashMap<u64, Prefix>,
-    /// Per (worker, shared prefix), the live sessions on the worker that opened with it.
-    holding: HashMap<(WorkerId, u64), Holding>,
-    /// Per worker, the tokens of the shared prefixes its live sessions opened with, each once.
-    prefix_set: HashMap<WorkerId, u64>,
     dropped_full: u64,
-    prefixes_untracked: u64,
 }
 
 impl Ledger {
     /// The tokens `w`'s live sessions hold.
     pub(crate) fn working_set(&self, w: WorkerId) -> u64 {
         self.per_worker.get(&w).copied().unwrap_or(0)
-    }
-
-    /// What placement reads of `w`: its working set, turn rate, live sessions and held
-    /// prefixes.
-    pub(crate) fn worker_view(&self, w: WorkerId) -> (f64, f64, u32, f64) {
-        let set = self.working_set(w) as f64;
-        let held = self.held_prefixes(w) as f64;
-        (set, self.turn_rate(w), self.sessions_on(w), held)
-    }
-
-    /// The tokens of the shared prefixes `w`'s live sessions opened with, each once.
-    pub(crate) fn held_prefixes(&self, w: WorkerId) -> u64 {
-        self.prefix_set.get(&w).copied().unwrap_or(0)
     }
 
     /// The turns per second `w`'s live sessions are expected to send.
@@ -206,74 +135,6 @@ impl Ledger {
         self.sessions
             .get(&key)
             .map_or((0.0, 0), |s| (s.rate, s.turns))
-    }
-
-    /// How many live sessions opened with shared prefix `p` (module docs).
-    pub(crate) fn prefix_sessions(&self, p: u64) -> u32 {
-        self.prefixes.get(&p).map_or(0, |e| e.live)
-    }
-
-    /// Counts a new session under prefix `p` of `tokens` (module docs); returns the prefix and
-    /// its size, `None` when not counted.
-    fn count_prefix(&mut self, p: Option<(u64, u64)>) -> Option<(u64, u64)> {
-        let (p, tokens) = p?;
-        if let Some(e) = self.prefixes.get_mut(&p) {
-            e.live += 1;
-            Some((p, e.tokens))
-        } else if self.prefixes.len() < MAX_PREFIXES {
-            self.prefixes.insert(p, Prefix { live: 1, tokens });
-            Some((p, tokens))
-        } else {
-            self.prefixes_untracked += 1;
-            None
-        }
-    }
-
-    fn uncount_prefix(&mut self, p: Option<u64>) {
-        if let Some(p) = p
-            && let Some(e) = self.prefixes.get_mut(&p)
-        {
-            e.live = e.live.saturating_sub(1);
-            if e.live == 0 {
-                self.prefixes.remove(&p);
-            }
-        }
-    }
-
-    /// A live session on `w` opened with prefix `p`: `w` holds it once for all of them, and
-    /// counts it among its held prefixes once the prefix is shared (two live sessions or more
-    /// opened with it: a group's; a prefix opened with once, such as the parent conversation a
-    /// sub-agent extends, is already counted in the working set of the session that sent it).
-    /// Returns whether `w` counts `p`.
-    fn hold(&mut self, w: WorkerId, p: Option<u64>) -> bool {
-        let Some(p) = p else { return false };
-        let (live, tokens) = self.prefixes.get(&p).map_or((0, 0), |e| (e.live, e.tokens));
-        let h = self.holding.entry((w, p)).or_default();
-        h.sessions += 1;
-        if !h.counted && live >= 2 {
-            h.counted = true;
-            *self.prefix_set.entry(w).or_insert(0) += tokens;
-        }
-        h.counted
-    }
-
-    fn release(&mut self, w: WorkerId, p: Option<u64>) {
-        let Some(p) = p else { return };
-        let Some(h) = self.holding.get_mut(&(w, p)) else {
-            return;
-        };
-        h.sessions = h.sessions.saturating_sub(1);
-        if h.sessions == 0 {
-            let counted = h.counted;
-            self.holding.remove(&(w, p));
-            let t = self.prefixes.get(&p).map_or(0, |e| e.tokens);
-            if let (true, Some(set)) = (counted, self.prefix_set.get_mut(&w)) {
-                *set = set.saturating_sub(t);
-                if *set == 0 {
-                    self.prefix_set.remove(&w);
-                }
-            }
-        }
     }
 
     /// How many turns a session takes, at least 1 (module docs).
@@ -326,8 +187,6 @@ impl Ledger {
         LedgerStats {
             sessions: self.sessions.len(),
             dropped_full: self.dropped_full,
-            prefixes: self.prefixes.len(),
-            prefixes_untracked: self.prefixes_untracked,
         }
     }
 
@@ -358,8 +217,6 @@ impl Ledger {
             self.sub(s.worker, s.tokens);
             self.sub_rate(s.worker, s.rate);
             self.live_turns = self.live_turns.saturating_sub(u64::from(s.turns));
-            self.release(s.worker, s.prefix);
-            self.uncount_prefix(s.prefix);
             if ended {
                 let t = f64::from(s.turns);
                 self.ended_turns = Some(self.ended_turns.map_or(t, |m| m + GAP_RATE * (t - m)));
@@ -397,15 +254,13 @@ impl Ledger {
 
     /// Session `key`'s turn went to `w` at `now`; `prompt` is its prompt's tokens (`None`:
     /// unknown, the last known size stays), `held` how many of them `w` already held (the
-    /// session's base when this is its first turn), `prefix` the shared prefix it opened with
-    /// and its tokens (counted on its first turn only).
+    /// session's base when this is its first turn).
     pub(crate) fn record(
         &mut self,
         key: u128,
         w: WorkerId,
         prompt: Option<u64>,
         held: u64,
-        prefix: Option<(u64, u64)>,
         now: u64,
     ) {
         let prev = self.sessions.get(&key).copied();
@@ -420,29 +275,16 @@ impl Ledger {
         if prev.is_none() && self.sessions.len() >= MAX_SESSIONS {
             self.drop_oldest();
         }
-        let opened = match prev {
-            Some(_) => None,
-            None => self.count_prefix(prefix),
-        };
-        let prefix = prev.map_or(opened.map(|(p, _)| p), |p| p.prefix);
-        if let Some(p) = prev {
-            self.sub(p.worker, p.tokens);
-            self.sub_rate(p.worker, p.rate);
-            self.release(p.worker, p.prefix);
-        }
-        let holds = self.hold(w, prefix);
-        // a new session counts what it adds past its base; a shared prefix its worker counts
-        // among its held prefixes is not its own (also when this session's copy brought it)
-        let base = match (prev, opened) {
-            (Some(p), _) => p.base,
-            (None, Some((_, t))) if holds => held.max(t),
-            (None, _) => held,
-        };
+        let base = prev.map_or(held, |p| p.base);
         let tokens = match (prompt, prev) {
             (Some(t), _) => t.saturating_sub(base),
             (None, Some(p)) => p.tokens,
             (None, None) => 0,
         };
+        if let Some(p) = prev {
+            self.sub(p.worker, p.tokens);
+            self.sub_rate(p.worker, p.rate);
+        }
         self.add(w, tokens);
         let rate = self.rate_of(session_gap);
         self.add_rate(w, rate);
@@ -465,7 +307,6 @@ impl Ledger {
                 gap_ms: session_gap,
                 rate,
                 turns: prev.map_or(1, |p| p.turns.saturating_add(1)),
-                prefix,
             },
         );
         if requeue {

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod agentic;
-mod agentic_group;
 mod agentic_life;
 mod agentic_load;
 mod config;

@@ -8,19 +8,19 @@ const B: WorkerId = WorkerId(1);
 #[test]
 fn a_session_counts_its_last_prompt_on_its_worker() {
     let mut l = Ledger::default();
-    l.record(1, A, Some(1000), 0, None, 0);
-    l.record(2, A, Some(500), 0, None, 1);
-    l.record(3, B, Some(700), 0, None, 1);
+    l.record(1, A, Some(1000), 0, 0);
+    l.record(2, A, Some(500), 0, 1);
+    l.record(3, B, Some(700), 0, 1);
     assert_eq!((l.working_set(A), l.working_set(B)), (1500, 700));
     // the next turn replaces the last size, it does not add to it
-    l.record(1, A, Some(1200), 0, None, 2);
+    l.record(1, A, Some(1200), 0, 2);
     assert_eq!(l.working_set(A), 1700);
     // an unread turn keeps the size
-    l.record(1, A, None, 0, None, 3);
+    l.record(1, A, None, 0, 3);
     assert_eq!(l.working_set(A), 1700);
     assert_eq!((l.sessions_on(A), l.sessions_on(B)), (2, 1));
     // a move takes the session's tokens along, and the session itself
-    l.record(1, B, Some(1300), 0, None, 4);
+    l.record(1, B, Some(1300), 0, 4);
     assert_eq!((l.working_set(A), l.working_set(B)), (500, 2000));
     assert_eq!((l.sessions_on(A), l.sessions_on(B)), (1, 2));
     assert_eq!(l.stats().sessions, 3);
@@ -30,15 +30,15 @@ fn a_session_counts_its_last_prompt_on_its_worker() {
 fn a_prefix_its_worker_held_is_counted_once() {
     let mut l = Ledger::default();
     // the first session brings a 2000-token system prompt; two more reuse it
-    l.record(1, A, Some(2500), 0, None, 0);
-    l.record(2, A, Some(2300), 2000, None, 0);
-    l.record(3, A, Some(2800), 2000, None, 0);
+    l.record(1, A, Some(2500), 0, 0);
+    l.record(2, A, Some(2300), 2000, 0);
+    l.record(3, A, Some(2800), 2000, 0);
     assert_eq!(l.working_set(A), 2500 + 300 + 800);
     // later turns count what they add past the base; `held` only sets the base once
-    l.record(2, A, Some(2600), 2600, None, 1);
+    l.record(2, A, Some(2600), 2600, 1);
     assert_eq!(l.working_set(A), 2500 + 600 + 800);
     // a move carries the counted tokens to the new worker
-    l.record(3, B, Some(2900), 0, None, 2);
+    l.record(3, B, Some(2900), 0, 2);
     assert_eq!((l.working_set(A), l.working_set(B)), (3100, 900));
 }
 
@@ -46,11 +46,11 @@ fn a_prefix_its_worker_held_is_counted_once() {
 fn idle_sessions_stop_counting() {
     let mut l = Ledger::default();
     assert_eq!(l.live_window_ms(), MAX_LIVE_MS, "no gap seen yet");
-    l.record(1, A, Some(1000), 0, None, 0);
-    l.record(2, A, Some(400), 0, None, 0);
+    l.record(1, A, Some(1000), 0, 0);
+    l.record(2, A, Some(400), 0, 0);
     // session 2 takes a turn every 500 ms: 4 gaps make a 2 s window; session 1 went quiet
     for t in (500..=5000).step_by(500) {
-        l.record(2, A, Some(400), 0, None, t);
+        l.record(2, A, Some(400), 0, t);
     }
     assert_eq!(l.live_window_ms(), 2000);
     assert_eq!(l.working_set(A), 400);
@@ -62,8 +62,8 @@ fn idle_sessions_stop_counting() {
     assert_eq!(l.sessions_on(A), 0);
     assert!(l.expiry.is_empty());
     // a session used just after it was queued is still due from its last use
-    l.record(3, B, Some(10), 0, None, 10_000);
-    l.record(3, B, Some(20), 0, None, 10_400);
+    l.record(3, B, Some(10), 0, 10_000);
+    l.record(3, B, Some(20), 0, 10_400);
     let w = l.live_window_ms();
     l.expire(10_000 + w);
     assert_eq!(l.working_set(B), 20, "used at 10,400: live for {w} ms more");
@@ -72,7 +72,7 @@ fn idle_sessions_stop_counting() {
     assert!(l.expiry.is_empty());
     // the window stays within its bounds
     for t in 0..200 {
-        l.record(4, A, Some(1), 0, None, 20_000 + t);
+        l.record(4, A, Some(1), 0, 20_000 + t);
     }
     assert_eq!(l.live_window_ms(), MIN_LIVE_MS);
 }
@@ -81,14 +81,14 @@ fn idle_sessions_stop_counting() {
 fn each_worker_carries_the_turn_rate_of_its_live_sessions() {
     let mut l = Ledger::default();
     // no gap seen yet: rates unknown
-    l.record(1, A, Some(100), 0, None, 0);
-    l.record(2, B, Some(100), 0, None, 0);
+    l.record(1, A, Some(100), 0, 0);
+    l.record(2, B, Some(100), 0, 0);
     assert_eq!((l.turn_rate(A), l.turn_rate(B)), (0.0, 0.0));
     // session 1 takes a turn every 250 ms (4 per second), session 2 every 500 ms
     for t in 1..=8 {
-        l.record(1, A, Some(100), 0, None, t * 250);
+        l.record(1, A, Some(100), 0, t * 250);
         if t % 2 == 0 {
-            l.record(2, B, Some(100), 0, None, t * 250);
+            l.record(2, B, Some(100), 0, t * 250);
         }
     }
     assert!((l.turn_rate(A) - 4.0).abs() < 1e-9, "{}", l.turn_rate(A));
@@ -99,10 +99,10 @@ fn each_worker_carries_the_turn_rate_of_its_live_sessions() {
         (9, 5, (0.0, 0))
     );
     // a new session counts at the fleet's typical gap until it has its own
-    l.record(3, B, Some(100), 0, None, 2000);
+    l.record(3, B, Some(100), 0, 2000);
     assert!(l.turn_rate(B) > 2.0);
     // a move takes the rate along; expiry drops it
-    l.record(1, B, Some(100), 0, None, 2250);
+    l.record(1, B, Some(100), 0, 2250);
     assert_eq!(l.turn_rate(A), 0.0);
     assert!(l.turn_rate(B) > 5.0);
     l.expire(1_000_000);
@@ -121,7 +121,7 @@ fn sessions_are_keyed_by_key_within_model() {
 fn the_ledger_is_bounded() {
     let mut l = Ledger::default();
     for k in 0..(MAX_SESSIONS as u128 + 10) {
-        l.record(k, A, Some(1), 0, None, 0);
+        l.record(k, A, Some(1), 0, 0);
     }
     assert_eq!(l.stats().sessions, MAX_SESSIONS);
     assert_eq!(l.stats().dropped_full, 10);
@@ -136,13 +136,13 @@ fn a_session_is_expected_to_take_as_many_turns_as_the_ended_ones_took_or_the_liv
     assert_eq!(l.expected_turns(), 1.0, "nothing seen: one turn");
     // two live sessions: 3 and 1 turns so far (at 0, 1000, 2000 ms and at 0)
     for t in [0, 1000, 2000] {
-        l.record(1, A, Some(100), 0, None, t);
+        l.record(1, A, Some(100), 0, t);
     }
-    l.record(2, B, Some(100), 0, None, 0);
+    l.record(2, B, Some(100), 0, 0);
     assert_eq!(l.expected_turns(), 2.0, "the live sessions' mean so far");
     // session 3 takes ten turns 1 s apart, then every session goes quiet and ends
     for t in (0..10).map(|i| 3000 + 1000 * i) {
-        l.record(3, A, Some(100), 0, None, t);
+        l.record(3, A, Some(100), 0, t);
     }
     l.expire(100_000);
     assert_eq!(l.stats().sessions, 0);
@@ -157,7 +157,7 @@ fn a_session_is_expected_to_take_as_many_turns_as_the_ended_ones_took_or_the_liv
     );
     // a live session with more turns so far than that: its count is the better guess
     for t in 0..5 {
-        l.record(4, A, Some(100), 0, None, 200_000 + t);
+        l.record(4, A, Some(100), 0, 200_000 + t);
     }
     assert_eq!(l.expected_turns(), 5.0);
 }
@@ -172,84 +172,4 @@ fn the_typical_continuing_turn_is_the_mean_of_the_reported_ones() {
     assert_eq!(l.turn_tokens(), Some(390.0));
     l.observe_turn(f64::NAN);
     assert_eq!(l.turn_tokens(), Some(390.0), "nonsense is ignored");
-}
-
-#[test]
-fn a_shared_prefix_counts_the_live_sessions_that_opened_with_it() {
-    let mut l = Ledger::default();
-    const G: u64 = 0x0067_726f_7570;
-    // three sessions open with the group's prefix, one with none; later turns and a move
-    // neither count again nor lose the count
-    l.record(1, A, Some(2500), 2000, Some((G, 2000)), 0);
-    l.record(2, A, Some(2500), 2000, Some((G, 2000)), 0);
-    l.record(3, B, Some(2500), 2000, Some((G, 2000)), 0);
-    l.record(4, B, Some(900), 0, None, 0);
-    // each worker holds the prefix once for the sessions that opened with it there
-    assert_eq!((l.held_prefixes(A), l.held_prefixes(B)), (2000, 2000));
-    assert_eq!((l.working_set(A), l.working_set(B)), (1000, 1400));
-    l.record(1, A, Some(3000), 0, Some((G ^ 1, 2000)), 500);
-    l.record(2, B, Some(3000), 0, None, 500);
-    // a move takes the session's part along; A still holds the prefix for session 1, B holds
-    // it once for sessions 2 and 3
-    assert_eq!((l.held_prefixes(A), l.held_prefixes(B)), (2000, 2000));
-    assert_eq!((l.working_set(A), l.working_set(B)), (1000, 2400));
-    assert_eq!(l.prefix_sessions(G), 3);
-    assert_eq!(l.prefix_sessions(G ^ 1), 0, "a later turn opens nothing");
-    assert_eq!(l.stats().prefixes, 1);
-    // sessions 3 and 4 go quiet and end (the window is 4 gaps of 500 ms, at least 1 s)
-    for t in (1000..=3000).step_by(500) {
-        l.record(1, A, Some(3000), 0, None, t);
-        l.record(2, B, Some(3000), 0, None, t);
-    }
-    assert_eq!(l.stats().sessions, 2);
-    assert_eq!(l.prefix_sessions(G), 2);
-    assert_eq!((l.held_prefixes(A), l.held_prefixes(B)), (2000, 2000));
-    l.expire(100_000);
-    assert_eq!((l.held_prefixes(A), l.held_prefixes(B)), (0, 0));
-    assert_eq!(
-        (l.prefix_sessions(G), l.stats().prefixes),
-        (0, 0),
-        "gone with its sessions"
-    );
-}
-
-#[test]
-fn the_prefix_counts_are_bounded() {
-    let mut l = Ledger::default();
-    for p in 0..MAX_PREFIXES as u64 + 3 {
-        l.record(u128::from(p), A, Some(100), 0, Some((p, 50)), 0);
-    }
-    let s = l.stats();
-    assert_eq!((s.prefixes, s.prefixes_untracked), (MAX_PREFIXES, 3));
-    // a counted prefix still counts its next session
-    l.record(1 << 64, A, Some(100), 0, Some((7, 50)), 0);
-    assert_eq!(l.prefix_sessions(7), 2);
-    assert_eq!(l.prefix_sessions(MAX_PREFIXES as u64), 0, "not counted");
-}
-
-#[test]
-fn a_prefix_is_held_once_shared_and_its_sessions_do_not_count_it_again() {
-    let mut l = Ledger::default();
-    // a sub-agent opens with its parent's conversation: a prefix opened with once, which its
-    // parent's working set already counts
-    const P: u64 = 0x7061_7265_6e74;
-    l.record(1, A, Some(3000), 2500, Some((P, 2500)), 0);
-    assert_eq!((l.held_prefixes(A), l.working_set(A)), (0, 500));
-    // a group's prefix: once two live sessions opened with it, the worker holds it once; a
-    // copy's session (B held none of it) counts only its own part beside it
-    const G: u64 = 0x0067_726f_7570;
-    l.record(2, A, Some(2400), 2000, Some((G, 2000)), 0);
-    l.record(3, B, Some(2600), 0, Some((G, 2000)), 0);
-    assert_eq!((l.held_prefixes(B), l.working_set(B)), (2000, 600));
-    l.record(4, A, Some(2300), 2000, Some((G, 2000)), 0);
-    assert_eq!(
-        (l.held_prefixes(A), l.working_set(A)),
-        (2000, 500 + 400 + 300)
-    );
-    // the sessions that opened with it first end (the window is 4 gaps of 900 ms): A still
-    // holds it for the other, B for none
-    l.record(4, A, Some(2300), 0, None, 900);
-    l.expire(3_700);
-    assert_eq!(l.stats().sessions, 1);
-    assert_eq!((l.held_prefixes(A), l.held_prefixes(B)), (2000, 0));
 }

@@ -1,12 +1,12 @@
 //! The request body as the gateway holds it, and the request each attempt sends to a worker.
 
 use bytes::Bytes;
-use http::{Method, Uri};
+use http::Method;
 
 use super::headers;
 use super::rank::with_rank;
 use crate::error::GatewayError;
-use crate::fields::Fields;
+use crate::fields::{Fields, Target};
 use crate::registry::Worker;
 use crate::upstream::{Replayable, ReqHead, UpBody, UpRequest};
 
@@ -15,7 +15,8 @@ use crate::upstream::{Replayable, ReqHead, UpBody, UpRequest};
 #[derive(Debug)]
 pub(crate) struct ClientHead {
     pub(crate) method: Method,
-    pub(crate) uri: Uri,
+    /// The target as the head's bytes (no `Uri`).
+    pub(crate) target: Target,
     pub(crate) fields: Fields,
 }
 
@@ -84,7 +85,7 @@ pub(crate) fn worker_head<'a>(
     ReqHead {
         method: &parts.method,
         prefix: worker.addr.prefix(),
-        path: parts.uri.path_and_query().map_or("/", |pq| pq.as_str()),
+        path: parts.target.path_and_query(),
         host: Some(&worker.host_header),
         headers: &parts.fields,
         forward: headers::forwarded,

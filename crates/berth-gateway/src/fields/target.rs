@@ -1,0 +1,212 @@
+//! A request's target kept as the head's bytes: its path and query read from them, no
+//! `http::Uri` built per request (the admin routes get one made from it).
+//!
+//! An origin-form target (`/path?query`) made only of the bytes `http`'s parser takes as they
+//! are is split here in one pass over a table; anything else (a fragment, bytes above ASCII,
+//! an absolute or authority form, `*`, a byte `http` refuses) goes through `http::Uri`, so
+//! what is accepted, refused (with the same message) and read as path and query is the same
+//! as when every target was parsed by `http`.
+
+use bytes::Bytes;
+use http::Uri;
+
+/// A request target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A plain origin-form target: the path, then `?` and the query when there is one (ASCII).
+    Plain {
+        text: Bytes,
+        /// Where the path ends (`text.len()`: no query).
+        path_end: usize,
+    },
+    /// Any other target `http` accepts, as it parsed it.
+    Parsed(Box<Uri>),
+}
+
+/// Bytes a path takes as they are (`http`'s path map without `?`, `#` and bytes above ASCII).
+const PATH: u8 = 1;
+/// Bytes a query takes as they are (`http`'s query map without `#` and bytes above ASCII).
+const QUERY: u8 = 2;
+
+const CLASSES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        if matches!(b, 0x21 | 0x22 | 0x24..=0x3B | 0x3D | 0x40..=0x5F | 0x61..=0x7E) {
+            t[i] |= PATH;
+        }
+        if matches!(b, 0x21 | 0x24..=0x3B | 0x3D | 0x3F..=0x7E) {
+            t[i] |= QUERY;
+        }
+        i += 1;
+    }
+    t
+};
+
+impl Target {
+    /// The target `raw` (the head's bytes at the target); `Err`: `http`'s refusal.
+    pub(crate) fn parse(raw: Bytes) -> Result<Self, http::uri::InvalidUri> {
+        match plain_split(&raw) {
+            Some(path_end) => Ok(Self::Plain {
+                text: raw,
+                path_end,
+            }),
+            None => Uri::from_maybe_shared(raw).map(|uri| Self::Parsed(Box::new(uri))),
+        }
+    }
+
+    /// The path (as `Uri::path`).
+    pub(crate) fn path(&self) -> &str {
+        match self {
+            Self::Plain { text, path_end } => ascii(&text[..*path_end]),
+            Self::Parsed(uri) => uri.path(),
+        }
+    }
+
+    /// The query (as `Uri::query`; the admin routes read it from [`Self::to_uri`]).
+    #[cfg(test)]
+    pub(crate) fn query(&self) -> Option<&str> {
+        match self {
+            Self::Plain { text, path_end } => text.get(path_end + 1..).map(ascii),
+            Self::Parsed(uri) => uri.query(),
+        }
+    }
+
+    /// The path and query as a worker receives them (`/` when the target has none).
+    pub(crate) fn path_and_query(&self) -> &str {
+        match self {
+            Self::Plain { text, .. } => ascii(text),
+            Self::Parsed(uri) => uri.path_and_query().map_or("/", |pq| pq.as_str()),
+        }
+    }
+
+    /// The target as a `Uri` (the admin routes read their requests through one).
+    pub(crate) fn to_uri(&self) -> Uri {
+        match self {
+            // (a plain target is one `http` accepts)
+            Self::Plain { text, .. } => {
+                Uri::from_maybe_shared(text.clone()).unwrap_or_else(|_| Uri::from_static("/"))
+            }
+            Self::Parsed(uri) => (**uri).clone(),
+        }
+    }
+}
+
+/// A plain target's bytes (ASCII: checked when it was made) as text.
+fn ascii(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap_or_default()
+}
+
+/// Where the path of a plain origin-form target ends; `None`: not plain.
+fn plain_split(raw: &[u8]) -> Option<usize> {
+    if raw.first() != Some(&b'/') {
+        return None;
+    }
+    let mut i = 0;
+    while i < raw.len() {
+        let c = CLASSES[raw[i] as usize];
+        if c & PATH == 0 {
+            break;
+        }
+        i += 1;
+    }
+    if i == raw.len() {
+        return Some(i);
+    }
+    if raw[i] != b'?' {
+        return None;
+    }
+    raw[i + 1..]
+        .iter()
+        .all(|&b| CLASSES[b as usize] & QUERY != 0)
+        .then_some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Path, query and forwarded path and query as `http::Uri` gives them.
+    fn by_uri(raw: &[u8]) -> Option<(String, Option<String>, String)> {
+        let uri = Uri::from_maybe_shared(Bytes::copy_from_slice(raw)).ok()?;
+        Some((
+            uri.path().to_owned(),
+            uri.query().map(str::to_owned),
+            uri.path_and_query()
+                .map_or("/", |pq| pq.as_str())
+                .to_owned(),
+        ))
+    }
+
+    fn by_target(raw: &[u8]) -> Option<(String, Option<String>, String)> {
+        let t = Target::parse(Bytes::copy_from_slice(raw)).ok()?;
+        Some((
+            t.path().to_owned(),
+            t.query().map(str::to_owned),
+            t.path_and_query().to_owned(),
+        ))
+    }
+
+    #[test]
+    fn a_target_reads_as_http_reads_it() {
+        for raw in [
+            &b"/v1/chat/completions"[..],
+            b"/",
+            b"/v1/chat/completions?x=1&y=%20",
+            b"/a?",
+            b"/a?b?c",
+            b"/a#frag",
+            b"/a?b#frag",
+            b"/{\"json\"}",
+            b"/a?\"q\"",
+            b"/a<b",
+            b"/a?<",
+            b"/a`b",
+            b"/a b",
+            b"/caf\xc3\xa9?\xc3\xa9",
+            b"/bad\xff",
+            b"*",
+            b"http://h:1/p?q",
+            b"http://h",
+            b"h:443",
+            b"",
+            b"?x",
+        ] {
+            assert_eq!(
+                by_target(raw),
+                by_uri(raw),
+                "{}",
+                String::from_utf8_lossy(raw)
+            );
+        }
+    }
+
+    #[test]
+    fn every_byte_in_path_and_query_splits_as_http_splits() {
+        for b in 0..=255u8 {
+            for raw in [
+                vec![b'/', b],
+                vec![b'/', b'?', b],
+                vec![b'/', b, b'?', b'x'],
+            ] {
+                assert_eq!(by_target(&raw), by_uri(&raw), "{raw:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_plain_target_keeps_the_heads_bytes_and_the_admin_routes_get_its_uri() {
+        let head = Bytes::from_static(b"/workers/3?x=1");
+        let t = Target::parse(head.clone()).unwrap();
+        let Target::Plain { text, .. } = &t else {
+            panic!("not plain: {t:?}");
+        };
+        assert_eq!(text.as_ptr(), head.as_ptr(), "no copy");
+        assert_eq!(t.to_uri(), "/workers/3?x=1");
+        let authority = Target::parse(Bytes::from_static(b"h:443")).unwrap();
+        assert!(matches!(authority, Target::Parsed(_)));
+        assert_eq!(authority.path(), "");
+        assert_eq!(authority.to_uri(), "h:443");
+    }
+}

@@ -56,28 +56,32 @@ impl Target {
         }
     }
 
-    /// The path (as `Uri::path`).
-    pub(crate) fn path(&self) -> &str {
+    /// The path (as `Uri::path`), as the head's bytes (no UTF-8 check per read: a plain
+    /// target is ASCII, checked when it was made).
+    pub(crate) fn path(&self) -> &[u8] {
         match self {
-            Self::Plain { text, path_end } => ascii(&text[..*path_end]),
-            Self::Parsed(uri) => uri.path(),
+            Self::Plain { text, path_end } => &text[..*path_end],
+            Self::Parsed(uri) => uri.path().as_bytes(),
         }
     }
 
     /// The query (as `Uri::query`; the admin routes read it from [`Self::to_uri`]).
     #[cfg(test)]
-    pub(crate) fn query(&self) -> Option<&str> {
+    pub(crate) fn query(&self) -> Option<&[u8]> {
         match self {
-            Self::Plain { text, path_end } => text.get(path_end + 1..).map(ascii),
-            Self::Parsed(uri) => uri.query(),
+            Self::Plain { text, path_end } => text.get(path_end + 1..),
+            Self::Parsed(uri) => uri.query().map(str::as_bytes),
         }
     }
 
     /// The path and query as a worker receives them (`/` when the target has none).
-    pub(crate) fn path_and_query(&self) -> &str {
+    pub(crate) fn path_and_query(&self) -> &[u8] {
         match self {
-            Self::Plain { text, .. } => ascii(text),
-            Self::Parsed(uri) => uri.path_and_query().map_or("/", |pq| pq.as_str()),
+            Self::Plain { text, .. } => text,
+            Self::Parsed(uri) => uri
+                .path_and_query()
+                .map_or("/", |pq| pq.as_str())
+                .as_bytes(),
         }
     }
 
@@ -91,11 +95,6 @@ impl Target {
             Self::Parsed(uri) => (**uri).clone(),
         }
     }
-}
-
-/// A plain target's bytes (ASCII: checked when it was made) as text.
-fn ascii(bytes: &[u8]) -> &str {
-    std::str::from_utf8(bytes).unwrap_or_default()
 }
 
 /// Where the path of a plain origin-form target ends; `None`: not plain.
@@ -141,10 +140,11 @@ mod tests {
 
     fn by_target(raw: &[u8]) -> Option<(String, Option<String>, String)> {
         let t = Target::parse(Bytes::copy_from_slice(raw)).ok()?;
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
         Some((
-            t.path().to_owned(),
-            t.query().map(str::to_owned),
-            t.path_and_query().to_owned(),
+            text(t.path()),
+            t.query().map(text),
+            text(t.path_and_query()),
         ))
     }
 
@@ -206,7 +206,7 @@ mod tests {
         assert_eq!(t.to_uri(), "/workers/3?x=1");
         let authority = Target::parse(Bytes::from_static(b"h:443")).unwrap();
         assert!(matches!(authority, Target::Parsed(_)));
-        assert_eq!(authority.path(), "");
+        assert_eq!(authority.path(), b"");
         assert_eq!(authority.to_uri(), "h:443");
     }
 }

@@ -225,7 +225,7 @@ async fn refuse<W: AsyncWrite + Unpin>(io: &IoCtx, out: &mut Writer<W>, e: HeadE
     *resp.status_mut() = status;
     request_id::stamp(
         &mut resp,
-        &request_id::for_request(&crate::fields::Fields::default(), "/"),
+        &request_id::for_request(&crate::fields::Fields::default(), b"/"),
     );
     io.state
         .metrics

@@ -122,11 +122,7 @@ fn route(io: &IoCtx, req: Req) -> Route {
     {
         return Route::Answered(GatewayError::Unauthorized.to_response());
     }
-    let head = ClientHead {
-        method,
-        target,
-        fields,
-    };
+    let head = ClientHead { target, fields };
     Route::Generate(endpoint, head, ClientBody::new(body))
 }
 

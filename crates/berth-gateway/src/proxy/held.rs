@@ -11,10 +11,10 @@ use crate::registry::Worker;
 use crate::upstream::{Replayable, ReqHead, UpBody, UpRequest};
 
 /// The client's request head as the proxy keeps it: no header map, its header fields as they
-/// arrived.
+/// arrived. Its method is `POST` (the only one the proxied routes take: the service refuses
+/// any other before the proxy), so it is not kept.
 #[derive(Debug)]
 pub(crate) struct ClientHead {
-    pub(crate) method: Method,
     /// The target as the head's bytes (no `Uri`).
     pub(crate) target: Target,
     pub(crate) fields: Fields,
@@ -83,7 +83,7 @@ pub(crate) fn worker_head<'a>(
     length: Option<u64>,
 ) -> ReqHead<'a> {
     ReqHead {
-        method: &parts.method,
+        method: &Method::POST,
         prefix: worker.addr.prefix(),
         path: parts.target.path_and_query(),
         host: Some(&worker.host_header),

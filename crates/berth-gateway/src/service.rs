@@ -43,7 +43,7 @@ pub(crate) fn handle(
     io: Arc<IoCtx>,
     req: Req,
 ) -> impl Future<Output = Result<Response<Body>, Infallible>> {
-    let id = request_id::for_request(&req.fields, req.target.path());
+    let id = request_id::for_request(&req.fields, req.target.path(&req.fields));
     let route = route(&io, req);
     async move {
         let state = &io.state;
@@ -102,12 +102,12 @@ fn route(io: &IoCtx, req: Req) -> Route {
         fields,
         body,
     } = req;
-    let Some(endpoint) = Endpoint::from_path(target.path()) else {
+    let Some(endpoint) = Endpoint::from_path(target.path(&fields)) else {
         // the admin routes read the request through a `Uri` and a header map: built here,
         // only for them
         let mut req = Request::new(body);
         *req.method_mut() = method;
-        *req.uri_mut() = target.to_uri();
+        *req.uri_mut() = target.to_uri(&fields);
         *req.version_mut() = version;
         *req.headers_mut() = fields.to_map();
         return Route::Admin(req);

@@ -1,5 +1,6 @@
-//! A request's target kept as the head's bytes: its path and query read from them, no
-//! `http::Uri` built per request (the admin routes get one made from it).
+//! A request's target kept as where it lies in the head's bytes (held by the request's
+//! [`Fields`]): its path and query read from them, no `http::Uri` built per request (the admin
+//! routes get one made from it).
 //!
 //! An origin-form target (`/path?query`) made only of the bytes `http`'s parser takes as they
 //! are is split here in one pass over a table; anything else (a fragment, bytes above ASCII,
@@ -7,17 +8,23 @@
 //! what is accepted, refused (with the same message) and read as path and query is the same
 //! as when every target was parsed by `http`.
 
+use std::ops::Range;
+
 use bytes::Bytes;
 use http::Uri;
+
+use super::Fields;
 
 /// A request target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Target {
-    /// A plain origin-form target: the path, then `?` and the query when there is one (ASCII).
+    /// A plain origin-form target in the head's bytes at `start..end`: the path (up to
+    /// `path_end`), then `?` and the query when there is one (ASCII).
     Plain {
-        text: Bytes,
-        /// Where the path ends (`text.len()`: no query).
-        path_end: usize,
+        start: u32,
+        /// Where the path ends (`end`: no query).
+        path_end: u32,
+        end: u32,
     },
     /// Any other target `http` accepts, as it parsed it.
     Parsed(Box<Uri>),
@@ -45,39 +52,49 @@ const CLASSES: [u8; 256] = {
 };
 
 impl Target {
-    /// The target `raw` (the head's bytes at the target); `Err`: `http`'s refusal.
-    pub(crate) fn parse(raw: Bytes) -> Result<Self, http::uri::InvalidUri> {
-        match plain_split(&raw) {
-            Some(path_end) => Ok(Self::Plain {
-                text: raw,
-                path_end,
-            }),
-            None => Uri::from_maybe_shared(raw).map(|uri| Self::Parsed(Box::new(uri))),
+    /// The target at `at` in `head` (the head's bytes, kept by its [`Fields`]); `Err`:
+    /// `http`'s refusal.
+    pub(crate) fn parse(head: &Bytes, at: Range<usize>) -> Result<Self, http::uri::InvalidUri> {
+        let span = |n: usize| u32::try_from(n).ok();
+        let plain = plain_split(&head[at.clone()]).and_then(|path| {
+            Some(Self::Plain {
+                start: span(at.start)?,
+                path_end: span(at.start + path)?,
+                end: span(at.end)?,
+            })
+        });
+        match plain {
+            Some(plain) => Ok(plain),
+            None => Uri::from_maybe_shared(head.slice(at)).map(|uri| Self::Parsed(Box::new(uri))),
         }
     }
 
     /// The path (as `Uri::path`), as the head's bytes (no UTF-8 check per read: a plain
-    /// target is ASCII, checked when it was made).
-    pub(crate) fn path(&self) -> &[u8] {
+    /// target is ASCII, checked when it was made); `fields`: the head's.
+    pub(crate) fn path<'a>(&'a self, fields: &'a Fields) -> &'a [u8] {
         match self {
-            Self::Plain { text, path_end } => &text[..*path_end],
+            Self::Plain {
+                start, path_end, ..
+            } => at(fields, *start, *path_end),
             Self::Parsed(uri) => uri.path().as_bytes(),
         }
     }
 
     /// The query (as `Uri::query`; the admin routes read it from [`Self::to_uri`]).
     #[cfg(test)]
-    pub(crate) fn query(&self) -> Option<&[u8]> {
+    pub(crate) fn query<'a>(&'a self, fields: &'a Fields) -> Option<&'a [u8]> {
         match self {
-            Self::Plain { text, path_end } => text.get(path_end + 1..),
+            Self::Plain { path_end, end, .. } => {
+                (path_end < end).then(|| at(fields, path_end + 1, *end))
+            }
             Self::Parsed(uri) => uri.query().map(str::as_bytes),
         }
     }
 
     /// The path and query as a worker receives them (`/` when the target has none).
-    pub(crate) fn path_and_query(&self) -> &[u8] {
+    pub(crate) fn path_and_query<'a>(&'a self, fields: &'a Fields) -> &'a [u8] {
         match self {
-            Self::Plain { text, .. } => text,
+            Self::Plain { start, end, .. } => at(fields, *start, *end),
             Self::Parsed(uri) => uri
                 .path_and_query()
                 .map_or("/", |pq| pq.as_str())
@@ -86,15 +103,24 @@ impl Target {
     }
 
     /// The target as a `Uri` (the admin routes read their requests through one).
-    pub(crate) fn to_uri(&self) -> Uri {
+    pub(crate) fn to_uri(&self, fields: &Fields) -> Uri {
         match self {
             // (a plain target is one `http` accepts)
-            Self::Plain { text, .. } => {
-                Uri::from_maybe_shared(text.clone()).unwrap_or_else(|_| Uri::from_static("/"))
+            Self::Plain { start, end, .. } => {
+                Uri::from_maybe_shared(fields.head.slice(*start as usize..*end as usize))
+                    .unwrap_or_else(|_| Uri::from_static("/"))
             }
             Self::Parsed(uri) => (**uri).clone(),
         }
     }
+}
+
+/// The head's bytes at `start..end` (empty if the fields are not the target's head's).
+fn at(fields: &Fields, start: u32, end: u32) -> &[u8] {
+    fields
+        .head
+        .get(start as usize..end as usize)
+        .unwrap_or_default()
 }
 
 /// Where the path of a plain origin-form target ends; `None`: not plain.
@@ -139,12 +165,15 @@ mod tests {
     }
 
     fn by_target(raw: &[u8]) -> Option<(String, Option<String>, String)> {
-        let t = Target::parse(Bytes::copy_from_slice(raw)).ok()?;
+        // the target inside a head, as the request line has it
+        let head = Bytes::from([b"GET ", raw, b" HTTP/1.1\r\n"].concat());
+        let t = Target::parse(&head, 4..4 + raw.len()).ok()?;
+        let f = Fields::new(head, Vec::new());
         let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
         Some((
-            text(t.path()),
-            t.query().map(text),
-            text(t.path_and_query()),
+            text(t.path(&f)),
+            t.query(&f).map(text),
+            text(t.path_and_query(&f)),
         ))
     }
 
@@ -197,16 +226,17 @@ mod tests {
 
     #[test]
     fn a_plain_target_keeps_the_heads_bytes_and_the_admin_routes_get_its_uri() {
-        let head = Bytes::from_static(b"/workers/3?x=1");
-        let t = Target::parse(head.clone()).unwrap();
-        let Target::Plain { text, .. } = &t else {
-            panic!("not plain: {t:?}");
-        };
-        assert_eq!(text.as_ptr(), head.as_ptr(), "no copy");
-        assert_eq!(t.to_uri(), "/workers/3?x=1");
-        let authority = Target::parse(Bytes::from_static(b"h:443")).unwrap();
+        let head = Bytes::from_static(b"GET /workers/3?x=1 HTTP/1.1\r\n");
+        let t = Target::parse(&head, 4..18).unwrap();
+        assert!(matches!(t, Target::Plain { .. }), "{t:?}");
+        let f = Fields::new(head.clone(), Vec::new());
+        assert_eq!(t.path(&f).as_ptr(), head[4..].as_ptr(), "no copy");
+        assert_eq!(t.to_uri(&f), "/workers/3?x=1");
+        let head = Bytes::from_static(b"CONNECT h:443 HTTP/1.1\r\n");
+        let authority = Target::parse(&head, 8..13).unwrap();
         assert!(matches!(authority, Target::Parsed(_)));
-        assert_eq!(authority.path(), b"");
-        assert_eq!(authority.to_uri(), "h:443");
+        let f = Fields::new(head, Vec::new());
+        assert_eq!(authority.path(&f), b"");
+        assert_eq!(authority.to_uri(&f), "h:443");
     }
 }

@@ -85,7 +85,7 @@ pub(crate) fn worker_head<'a>(
     ReqHead {
         method: &Method::POST,
         prefix: worker.addr.prefix(),
-        path: parts.target.path_and_query(),
+        path: parts.target.path_and_query(&parts.fields),
         host: Some(&worker.host_header),
         headers: &parts.fields,
         forward: headers::forwarded,

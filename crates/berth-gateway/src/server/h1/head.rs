@@ -74,7 +74,7 @@ pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadErro
     let mut spans = take_spans();
     spans.extend(header_spans(buf, req.headers));
     let head = buf.split_to(len).freeze();
-    let target = Target::parse(head.slice(target))
+    let target = Target::parse(&head, target)
         .map_err(|e| HeadError::Bad(format!("invalid request target: {e}")))?;
     request_head(Fields::new(head, spans), target, method, version).map(Some)
 }

@@ -45,10 +45,11 @@ urls=$(for p in "${W[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)
 i=0
 for var in after $(compgen -v BIN_ || true); do
     if [ "$var" = after ]; then label=after; bin=$BERTH; else label=${var#BIN_}; bin=${!var}; fi
-    port=$((BASE + 20 + i)); i=$((i + 1))
+    port=$((BASE + 20 + 2 * i)); i=$((i + 1))
     # shellcheck disable=SC2086
     "$bin" serve --host 127.0.0.1 --port "$port" --worker-urls $urls --policy manual \
-        --io-threads 1 --log-level warn >"$OUT/berth-$label.log" 2>&1 &
+        --io-threads 1 --prometheus-host 127.0.0.1 --prometheus-port $((port + 1)) \
+        --log-level warn >"$OUT/berth-$label.log" 2>&1 &
     PIDS+=($!); PORT[$label]=$port; PIDOF[$label]=$!
     wait_http "http://127.0.0.1:$port/readiness"
     labels="$labels $label"

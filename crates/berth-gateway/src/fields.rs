@@ -11,6 +11,10 @@ use std::cell::RefCell;
 
 use bytes::Bytes;
 
+mod target;
+
+pub(crate) use target::Target;
+
 /// Where a header's name and value lie in its head: name start and end, value start and end.
 pub(crate) type Span = [usize; 4];
 

@@ -82,7 +82,7 @@ impl PartialEq<&str> for RequestId {
 
 /// The id of a request (whose header fields are `fields`): the client's, or a fresh one for
 /// its path.
-pub(crate) fn for_request(fields: &Fields, path: &str) -> RequestId {
+pub(crate) fn for_request(fields: &Fields, path: &[u8]) -> RequestId {
     // One pass over the request's few headers rather than a lookup per candidate name. As
     // `HeaderMap::get` would: only a name's first value counts, and the earliest name in
     // `CLIENT_HEADERS` with a non-empty one wins.
@@ -114,13 +114,13 @@ pub(crate) fn stamp<B>(resp: &mut Response<B>, id: &RequestId) {
 }
 
 /// SMG's prefix for ids it makes on this route.
-fn prefix(path: &str) -> &'static str {
+fn prefix(path: &[u8]) -> &'static str {
     match path {
-        "/v1/chat/completions" => "chatcmpl-",
-        "/v1/completions" => "cmpl-",
-        "/generate" => "gnt-",
-        "/v1/responses" => "resp-",
-        "/v1/messages" => "msg_",
+        b"/v1/chat/completions" => "chatcmpl-",
+        b"/v1/completions" => "cmpl-",
+        b"/generate" => "gnt-",
+        b"/v1/responses" => "resp-",
+        b"/v1/messages" => "msg_",
         _ => "req-",
     }
 }
@@ -155,12 +155,12 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-trace-id", "trace-1".parse().unwrap());
         assert_eq!(
-            for_request(&Fields::from_map(&h), "/v1/chat/completions"),
+            for_request(&Fields::from_map(&h), b"/v1/chat/completions"),
             "trace-1"
         );
         h.insert("x-request-id", "mine".parse().unwrap());
         assert_eq!(
-            for_request(&Fields::from_map(&h), "/v1/chat/completions"),
+            for_request(&Fields::from_map(&h), b"/v1/chat/completions"),
             "mine"
         );
         // the order of the names decides, not the order of the headers; a name whose first
@@ -171,12 +171,12 @@ mod tests {
         h.append("x-request-id", "second-value".parse().unwrap());
         h.append("x-correlation-id", "corr".parse().unwrap());
         assert_eq!(
-            for_request(&Fields::from_map(&h), "/v1/chat/completions"),
+            for_request(&Fields::from_map(&h), b"/v1/chat/completions"),
             "corr"
         );
         h.remove("x-correlation-id");
         assert_eq!(
-            for_request(&Fields::from_map(&h), "/v1/chat/completions"),
+            for_request(&Fields::from_map(&h), b"/v1/chat/completions"),
             "last-name"
         );
 
@@ -188,15 +188,15 @@ mod tests {
             ("/v1/messages", "msg_"),
             ("/workers", "req-"),
         ] {
-            let id = for_request(&Fields::default(), path).to_value();
+            let id = for_request(&Fields::default(), path.as_bytes()).to_value();
             let id = id.to_str().unwrap();
             let rest = id.strip_prefix(prefix).unwrap();
             assert_eq!(rest.len(), RANDOM_LEN, "{id}");
             assert!(rest.bytes().all(|b| b.is_ascii_alphanumeric()), "{id}");
         }
         assert_ne!(
-            for_request(&Fields::default(), "/generate").as_bytes(),
-            for_request(&Fields::default(), "/generate").as_bytes()
+            for_request(&Fields::default(), b"/generate").as_bytes(),
+            for_request(&Fields::default(), b"/generate").as_bytes()
         );
         // a header name of another length is not a candidate, one of the same length is
         // compared
@@ -205,7 +205,7 @@ mod tests {
         h.insert("x-request-idd", "long".parse().unwrap());
         h.insert("X-Trace-ID", "upper".parse().unwrap());
         assert_eq!(
-            for_request(&Fields::from_map(&h), "/v1/chat/completions"),
+            for_request(&Fields::from_map(&h), b"/v1/chat/completions"),
             "upper"
         );
     }

@@ -11,18 +11,28 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::request_body::ConnBody;
-use http::{Method, Request, Response};
+use http::{Method, Request, Response, Version};
 
 use crate::admin::{self, authorized};
 use crate::admission;
 use crate::error::{GatewayError, SseStyle};
-use crate::fields::Fields;
+use crate::fields::{Fields, Target};
 use crate::proxy::{self, Body, ClientHead, Endpoint};
 use crate::request_body::ClientBody;
 use crate::request_id;
 use crate::state::{AppState, IoCtx};
 
-/// Serves one request (its header map empty: its header fields are `fields`). Never fails:
+/// A request as the connection read it: its target and header fields as the head's bytes (no
+/// `Uri`, no header map), its body read from the connection.
+pub(crate) struct Req {
+    pub(crate) method: Method,
+    pub(crate) target: Target,
+    pub(crate) version: Version,
+    pub(crate) fields: Fields,
+    pub(crate) body: ConnBody,
+}
+
+/// Serves one request. Never fails:
 /// every error is a response. Every response carries an `x-request-id` (the client's own, or a
 /// fresh one).
 ///
@@ -31,11 +41,10 @@ use crate::state::{AppState, IoCtx};
 /// the proxy's future in it (not a future per step, each a copy of the one below it).
 pub(crate) fn handle(
     io: Arc<IoCtx>,
-    req: Request<ConnBody>,
-    fields: Fields,
+    req: Req,
 ) -> impl Future<Output = Result<Response<Body>, Infallible>> {
-    let id = request_id::for_request(&fields, req.uri().path());
-    let route = route(&io, req, fields);
+    let id = request_id::for_request(&req.fields, req.target.path(&req.fields));
+    let route = route(&io, req);
     async move {
         let state = &io.state;
         let mut resp = match route {
@@ -84,16 +93,27 @@ enum Route {
     Admin(Request<ConnBody>),
 }
 
-fn route(io: &IoCtx, req: Request<ConnBody>, fields: Fields) -> Route {
+fn route(io: &IoCtx, req: Req) -> Route {
     let state = &io.state;
-    let Some(endpoint) = Endpoint::from_path(req.uri().path()) else {
-        // the admin routes read the request through a header map: built here, only for them
-        let mut req = req;
+    let Req {
+        method,
+        target,
+        version,
+        fields,
+        body,
+    } = req;
+    let Some(endpoint) = Endpoint::from_path(target.path(&fields)) else {
+        // the admin routes read the request through a `Uri` and a header map: built here,
+        // only for them
+        let mut req = Request::new(body);
+        *req.method_mut() = method;
+        *req.uri_mut() = target.to_uri(&fields);
+        *req.version_mut() = version;
         *req.headers_mut() = fields.to_map();
         return Route::Admin(req);
     };
-    if req.method() != Method::POST {
-        let err = GatewayError::MethodNotAllowed(req.method().to_string());
+    if method != Method::POST {
+        let err = GatewayError::MethodNotAllowed(method.to_string());
         return Route::Answered(err.to_response());
     }
     // (the header is looked for only when a key is set)
@@ -102,12 +122,7 @@ fn route(io: &IoCtx, req: Request<ConnBody>, fields: Fields) -> Route {
     {
         return Route::Answered(GatewayError::Unauthorized.to_response());
     }
-    let (parts, body) = req.into_parts();
-    let head = ClientHead {
-        method: parts.method,
-        uri: parts.uri,
-        fields,
-    };
+    let head = ClientHead { target, fields };
     Route::Generate(endpoint, head, ClientBody::new(body))
 }
 

@@ -141,13 +141,13 @@ impl KeyConfig {
                     if self
                         .header_names
                         .iter()
-                        .any(|n| headers.first_value(n).and_then(valid_header_key).is_some())
+                        .any(|n| headers.first_value(n).is_some_and(is_valid_header_key))
                     {
                         return false;
                     }
                 }
                 Source::Header(n) => {
-                    if headers.first_value(n).and_then(valid_header_key).is_some() {
+                    if headers.first_value(n).is_some_and(is_valid_header_key) {
                         return false;
                     }
                 }
@@ -292,6 +292,14 @@ fn valid_header_key(raw: &[u8]) -> Option<&str> {
         return None;
     }
     std::str::from_utf8(raw).ok()
+}
+
+/// Whether [`valid_header_key`] takes `raw`, without making the `&str`: an ASCII value (the
+/// usual key) is checked by words, not byte by byte as `from_utf8` checks a short one.
+fn is_valid_header_key(raw: &[u8]) -> bool {
+    !raw.is_empty()
+        && raw.len() <= MAX_KEY_BYTES
+        && (raw.is_ascii() || std::str::from_utf8(raw).is_ok())
 }
 
 /// `<base>[_t<digits>][_r<digits>] -> <base>`: removes one trailing retry suffix, then one

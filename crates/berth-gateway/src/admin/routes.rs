@@ -237,7 +237,7 @@ mod tests {
             assert_eq!(Route::parse(&concrete).map(|r| r.0), Some(route));
         }
         for e in Endpoint::ALL {
-            assert_eq!(Endpoint::from_path(e.as_str()), Some(e));
+            assert_eq!(Endpoint::from_path(e.as_str().as_bytes()), Some(e));
             served.insert(("POST".to_owned(), e.as_str().to_owned()));
         }
         let documented = documented();

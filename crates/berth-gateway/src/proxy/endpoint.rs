@@ -27,17 +27,17 @@ impl Endpoint {
         Self::Responses,
     ];
 
-    /// The endpoint served at `path`, if any.
-    pub(crate) fn from_path(path: &str) -> Option<Self> {
+    /// The endpoint served at `path` (a target's path, as bytes), if any.
+    pub(crate) fn from_path(path: &[u8]) -> Option<Self> {
         Some(match path {
-            "/v1/chat/completions" => Self::ChatCompletions,
-            "/v1/completions" => Self::Completions,
-            "/v1/messages" => Self::Messages,
-            "/generate" => Self::Generate,
-            "/v1/embeddings" => Self::Embeddings,
-            "/v1/classify" => Self::Classify,
-            "/v1/rerank" => Self::Rerank,
-            "/v1/responses" => Self::Responses,
+            b"/v1/chat/completions" => Self::ChatCompletions,
+            b"/v1/completions" => Self::Completions,
+            b"/v1/messages" => Self::Messages,
+            b"/generate" => Self::Generate,
+            b"/v1/embeddings" => Self::Embeddings,
+            b"/v1/classify" => Self::Classify,
+            b"/v1/rerank" => Self::Rerank,
+            b"/v1/responses" => Self::Responses,
             _ => return None,
         })
     }

@@ -1,21 +1,22 @@
 //! The request body as the gateway holds it, and the request each attempt sends to a worker.
 
 use bytes::Bytes;
-use http::{Method, Uri};
+use http::Method;
 
 use super::headers;
 use super::rank::with_rank;
 use crate::error::GatewayError;
-use crate::fields::Fields;
+use crate::fields::{Fields, Target};
 use crate::registry::Worker;
 use crate::upstream::{Replayable, ReqHead, UpBody, UpRequest};
 
 /// The client's request head as the proxy keeps it: no header map, its header fields as they
-/// arrived.
+/// arrived. Its method is `POST` (the only one the proxied routes take: the service refuses
+/// any other before the proxy), so it is not kept.
 #[derive(Debug)]
 pub(crate) struct ClientHead {
-    pub(crate) method: Method,
-    pub(crate) uri: Uri,
+    /// The target as the head's bytes (no `Uri`).
+    pub(crate) target: Target,
     pub(crate) fields: Fields,
 }
 
@@ -82,9 +83,9 @@ pub(crate) fn worker_head<'a>(
     length: Option<u64>,
 ) -> ReqHead<'a> {
     ReqHead {
-        method: &parts.method,
+        method: &Method::POST,
         prefix: worker.addr.prefix(),
-        path: parts.uri.path_and_query().map_or("/", |pq| pq.as_str()),
+        path: parts.target.path_and_query(&parts.fields),
         host: Some(&worker.host_header),
         headers: &parts.fields,
         forward: headers::forwarded,

@@ -33,8 +33,9 @@ pub(crate) struct Inspected {
     pub(crate) stream: bool,
     /// The prompt's chunk hashes, when asked for.
     pub(crate) prefix: Option<PrefixHashes>,
-    /// The key fields (`prompt_cache_key`, ...), when the body names any.
-    pub(crate) keys: Option<BodyKeys>,
+    /// The key fields (`prompt_cache_key`, ...), when the body names any (boxed: most bodies
+    /// name none, and the inspection is moved with the stages' state).
+    pub(crate) keys: Option<Box<BodyKeys>>,
     /// `nvext.session_control`'s action and session id.
     pub(crate) session: Option<(SessionAction, String)>,
     /// The raw `previous_response_id` (a Responses chain), when it is a string.
@@ -150,7 +151,7 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
         prefix: want_text.then(|| fields.prompt.finish()),
         session: fields.keys.session_control(),
         previous_response_id: fields.keys.take_previous_response_id(),
-        keys: fields.keys.into_keys(),
+        keys: fields.keys.into_keys().map(Box::new),
     })
 }
 

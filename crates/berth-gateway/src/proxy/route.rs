@@ -42,7 +42,7 @@ impl<'a> RouteFacts<'a> {
         Self {
             headers: &parts.fields,
             rid: inspected.rid.as_deref().filter(|_| endpoint.reads_rid()),
-            body: inspected.keys.as_ref(),
+            body: inspected.keys.as_deref(),
             model: inspected
                 .model
                 .as_deref()

@@ -70,7 +70,7 @@ pub(super) fn inspected(scan: &ModelScan, model: Option<String>, scanned: bool) 
         model,
         session,
         previous_response_id: fields.take_previous_response_id(),
-        keys: fields.into_keys(),
+        keys: fields.into_keys().map(Box::new),
         ..Inspected::default()
     }
 }

@@ -191,7 +191,7 @@ mod tests {
                 head: ReqHead {
                     method: &http::Method::GET,
                     prefix: "",
-                    path: "/v1/models",
+                    path: b"/v1/models",
                     host: Some(&worker.host_header),
                     headers: &headers,
                     forward: |_| true,

@@ -203,3 +203,33 @@ proptest! {
         prop_assert_eq!(strip_lineage(&retry), base.as_str());
     }
 }
+
+#[test]
+fn the_body_decision_takes_a_header_value_as_the_key_does() {
+    let long = vec![b'k'; MAX_KEY_BYTES];
+    let too_long = vec![b'k'; MAX_KEY_BYTES + 1];
+    for raw in [
+        &b""[..],
+        b"session-1",
+        &long,
+        &too_long,
+        "caf\u{e9}".as_bytes(),
+        b"bad\xff",
+        b"\xc3",
+    ] {
+        assert_eq!(
+            is_valid_header_key(raw),
+            valid_header_key(raw).is_some(),
+            "{raw:?}"
+        );
+    }
+}
+
+proptest! {
+    #[test]
+    fn any_header_value_is_valid_for_the_body_decision_exactly_when_it_is_a_key(
+        raw in proptest::collection::vec(any::<u8>(), 0..140)
+    ) {
+        prop_assert_eq!(is_valid_header_key(&raw), valid_header_key(&raw).is_some());
+    }
+}

@@ -1,5 +1,5 @@
-//! Message heads on the client side: the request head parsed (httparse) into an
-//! `http::Request` (method, target, version) and its header fields as the head's bytes and
+//! Message heads on the client side: the request head parsed (httparse) into its method,
+//! target (the head's bytes, [`Target`]: no `Uri`), version and header fields as the head's bytes and
 //! spans ([`Fields`]: no header map), with its body framing and keep-alive; the response head written from the response's parts into a reused buffer. Pure:
 //! no IO.
 
@@ -9,9 +9,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use std::mem::MaybeUninit;
 
 use bytes::BytesMut;
-use http::{HeaderMap, Method, Request, StatusCode, Uri, Version};
+use http::{HeaderMap, Method, StatusCode, Version};
 
-use crate::fields::{Fields, header_spans, same_name, take_spans};
+use crate::fields::{Fields, Target, header_spans, same_name, take_spans};
 use crate::upstream::h1::{BodyFraming, FramingHeaders, itoa, parse_length};
 
 /// Headers a request head may have (more: 431).
@@ -31,8 +31,10 @@ pub(crate) enum HeadError {
 /// A parsed request head.
 #[derive(Debug)]
 pub(crate) struct Head {
-    /// Method, target and version; its header map stays empty: the fields are `fields`.
-    pub(crate) req: Request<()>,
+    pub(crate) method: Method,
+    /// The target as the head's bytes (no `Uri` is built).
+    pub(crate) target: Target,
+    pub(crate) version: Version,
     /// The header fields, as the client sent them (no header map is built).
     pub(crate) fields: Fields,
     /// The request body's framing: `Length` (0 for none) or `Chunked`.
@@ -72,15 +74,15 @@ pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadErro
     let mut spans = take_spans();
     spans.extend(header_spans(buf, req.headers));
     let head = buf.split_to(len).freeze();
-    let uri = Uri::from_maybe_shared(head.slice(target))
+    let target = Target::parse(&head, target)
         .map_err(|e| HeadError::Bad(format!("invalid request target: {e}")))?;
-    request_head(Fields::new(head, spans), uri, method, version).map(Some)
+    request_head(Fields::new(head, spans), target, method, version).map(Some)
 }
 
-/// The request head with target `uri` and header fields `fields`.
+/// The request head with target `target` and header fields `fields`.
 fn request_head(
     fields: Fields,
-    uri: Uri,
+    target: Target,
     method: Method,
     version: Version,
 ) -> Result<Head, HeadError> {
@@ -110,12 +112,10 @@ fn request_head(
         (Some(_), None) => return Err(bad("transfer-encoding")),
         (None, n) => BodyFraming::Length(n.unwrap_or(0)),
     };
-    let mut req = Request::new(());
-    *req.method_mut() = method;
-    *req.uri_mut() = uri;
-    *req.version_mut() = version;
     Ok(Head {
-        req,
+        method,
+        target,
+        version,
         fields,
         body,
         keep_alive,

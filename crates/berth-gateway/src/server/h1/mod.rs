@@ -4,9 +4,9 @@
 //! hyper's server connection parsed every head into a fresh header map, moved the service
 //! future into its dispatcher, fed the request body through a channel, and re-reserved its
 //! read buffer per head. Here one task per connection does it all: the connection keeps one
-//! read and one write buffer for its whole life; a request head is parsed (httparse) into an
-//! `http::Request` (method, target, version) and its header fields, kept as the head's bytes
-//! and spans (`crate::fields::Fields`, no header map); the request body
+//! read and one write buffer for its whole life; a request head is parsed (httparse) into its
+//! method, target and version and its header fields, target and fields kept as the head's
+//! bytes (`crate::fields::{Target, Fields}`: no `Uri`, no header map); the request body
 //! ([`ConnBody`]) decodes straight out of the read buffer in the connection's task; the service
 //! future is polled where it lies (no per-request task, no move); the response head is
 //! written from the response's parts (and a worker's header fields) and the body relayed with its framing (content-length when
@@ -40,7 +40,7 @@ use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, Response, StatusCode};
 use http_body::Body as _;
 use hyper::rt::{Sleep, Timer};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -125,8 +125,8 @@ pub(crate) async fn serve<R, W>(
             }
         };
         let ex = Exchange {
-            head_request: head.req.method() == Method::HEAD,
-            version: head.req.version(),
+            head_request: head.method == Method::HEAD,
+            version: head.version,
             keep_alive: head.keep_alive,
         };
         let body = if head.body == BodyFraming::Length(0) {
@@ -134,13 +134,17 @@ pub(crate) async fn serve<R, W>(
         } else {
             ConnBody::new(wire.clone(), lock(&read).request)
         };
-        let (parts, ()) = head.req.into_parts();
-        let req = Request::from_parts(parts, body);
-        let fields = head.fields;
+        let req = service::Req {
+            method: head.method,
+            target: head.target,
+            version: head.version,
+            fields: head.fields,
+            body,
+        };
 
         // the service, in this task; a 100 Continue when its body is first read
         let resp = {
-            let mut served = pin!(service::handle(io.clone(), req, fields));
+            let mut served = pin!(service::handle(io.clone(), req));
             poll_fn(|cx| {
                 if let Poll::Ready(Ok(resp)) = served.as_mut().poll(cx) {
                     return Poll::Ready(Some(resp));
@@ -221,7 +225,7 @@ async fn refuse<W: AsyncWrite + Unpin>(io: &IoCtx, out: &mut Writer<W>, e: HeadE
     *resp.status_mut() = status;
     request_id::stamp(
         &mut resp,
-        &request_id::for_request(&crate::fields::Fields::default(), "/"),
+        &request_id::for_request(&crate::fields::Fields::default(), b"/"),
     );
     io.state
         .metrics

@@ -24,9 +24,10 @@ pub(crate) enum ReqFraming {
 #[derive(Clone, Copy)]
 pub(crate) struct ReqHead<'a> {
     pub(crate) method: &'a Method,
-    /// The worker's path prefix (its URL's path, may be empty) and the client's path and query.
+    /// The worker's path prefix (its URL's path, may be empty) and the client's path and query
+    /// (the bytes of its head's target).
     pub(crate) prefix: &'a str,
-    pub(crate) path: &'a str,
+    pub(crate) path: &'a [u8],
     /// The worker's `Host`.
     pub(crate) host: Option<&'a HeaderValue>,
     /// The client's header fields; those `forward` accepts (by name as sent) go on, except
@@ -42,7 +43,7 @@ impl std::fmt::Debug for ReqHead<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReqHead")
             .field("method", self.method)
-            .field("path", &self.path)
+            .field("path", &String::from_utf8_lossy(self.path))
             .finish_non_exhaustive()
     }
 }
@@ -58,7 +59,7 @@ pub(crate) fn write_request_head(
     out.extend_from_slice(head.method.as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(head.prefix.as_bytes());
-    out.extend_from_slice(head.path.as_bytes());
+    out.extend_from_slice(head.path);
     out.extend_from_slice(b" HTTP/1.1\r\n");
     if let Some(host) = head.host {
         put_header(out, b"host", host.as_bytes());

@@ -70,7 +70,11 @@ where
     let head = ReqHead {
         method: &parts.method,
         prefix: "",
-        path: parts.uri.path_and_query().map_or("/", |p| p.as_str()),
+        path: parts
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .as_bytes(),
         host: parts.headers.get(http::header::HOST),
         headers: &fields,
         forward: keep_all,

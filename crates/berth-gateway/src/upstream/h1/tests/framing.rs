@@ -26,7 +26,7 @@ fn head(method: &Method, headers: &[(&str, &str)], exact: Option<u64>) -> (Strin
     let head = ReqHead {
         method,
         prefix: "",
-        path: "/v1/chat?x=1",
+        path: b"/v1/chat?x=1",
         host: None,
         headers: &map,
         forward: keep_all,
@@ -64,7 +64,7 @@ fn the_request_head_carries_the_framing() {
     let conflicting = ReqHead {
         method: &Method::POST,
         prefix: "",
-        path: "/",
+        path: b"/",
         host: None,
         headers: &map,
         forward: keep_all,
@@ -88,7 +88,7 @@ fn the_request_head_is_the_workers() {
     let head = ReqHead {
         method: &Method::POST,
         prefix: "/base",
-        path: "/v1/chat",
+        path: b"/v1/chat",
         host: Some(&host),
         headers: &map,
         forward: |n| n != b"x-dropped" && n != b"connection",

@@ -210,6 +210,13 @@ impl Feedback {
                 .is_some_and(|p| p.shortfall)
     }
 
+    /// The prompt tokens the previous answer of pinned session `key` reported, when it came
+    /// from `worker`.
+    pub(crate) fn previous_prompt(&self, key: u128, worker: WorkerId) -> Option<u64> {
+        let p = self.sessions.as_ref()?.get(key)?;
+        (p.worker == worker && p.prompt_tokens > 0).then_some(u64::from(p.prompt_tokens))
+    }
+
     /// Compares an answer with what was predicted for it and, under `on`, corrects.
     pub(crate) fn observe(
         &self,

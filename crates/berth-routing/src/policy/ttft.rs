@@ -157,8 +157,10 @@ struct LedgerView {
     session_rate: (f64, u32),
     /// The turns a keyed request's session is expected to send after this one (0: keyless).
     future_turns: f64,
-    /// The typical continuing turn's uncached tokens the engines reported, if any.
+    /// A continuing turn's uncached tokens the engines reported, if any.
     turn_tokens: Option<f64>,
+    /// The typical continuing turn: the tokens it adds to its prompt, if reported.
+    turn_growth: Option<f64>,
 }
 
 /// The policy: the prefix index per model and the settings.
@@ -221,17 +223,22 @@ impl TtftAware {
             session_rate: key.map_or((0.0, 0), |k| l.session_rate(k)),
             future_turns: key.map_or(0.0, |_| l.expected_turns() - 1.0),
             turn_tokens: l.turn_tokens(),
+            turn_growth: l.turn_growth(),
         }
     }
 
     /// `agentic`: an engine reported `prompt` tokens of which `cached` were cached for a turn
-    /// of a pinned session that streamed unread (a continuing turn): the typical continuing
-    /// turn learns from it (`ledger.rs`).
-    pub(crate) fn observe_continuing_turn(&self, prompt: u64, cached: u64) {
+    /// of a pinned session that streamed unread (a continuing turn), whose previous answer on
+    /// that worker reported `previous` prompt tokens (`None`: unknown): an unread turn's size
+    /// and the typical continuing turn learn from it (`ledger.rs`).
+    pub(crate) fn observe_continuing_turn(&self, prompt: u64, cached: u64, previous: Option<u64>) {
         if let Some(l) = &self.ledger {
+            let growth = previous
+                .and_then(|p| prompt.checked_sub(p))
+                .map(|g| g as f64);
             l.lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .observe_turn(prompt.saturating_sub(cached) as f64);
+                .observe_turn(prompt.saturating_sub(cached) as f64, growth);
         }
     }
 
@@ -335,9 +342,9 @@ impl TtftAware {
             _ => None,
         };
         let view = self.ledger_view(cands, session);
-        // `agentic`'s typical turn: the continuing turn the engines reported, else the
-        // candidates' mean uncached tokens of placements with text
-        let typical = view.turn_tokens.or_else(|| {
+        // `agentic`'s typical turn: what the continuing turns the engines reported added to
+        // their prompts, else the candidates' mean uncached tokens of placements with text
+        let typical = view.turn_growth.or_else(|| {
             self.ledger.as_ref()?;
             let own: Vec<f64> = cands
                 .iter()
@@ -352,6 +359,7 @@ impl TtftAware {
             session_rate,
             future_turns,
             turn_tokens,
+            ..
         } = view;
         let estimates = cands
             .iter()

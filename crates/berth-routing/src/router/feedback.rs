@@ -26,14 +26,17 @@ impl Router {
         snap: &WorkerSnapshot,
     ) -> Option<Observation> {
         // `agentic` sizes its typical turn by the continuing turns the engines report: a
-        // pinned session's turn without the index's prediction streamed unread
-        if let (None, Some(_), Some(prompt), Some(t)) = (
+        // pinned session's turn without the index's prediction streamed unread (what it added
+        // to the prompt its previous answer on that worker reported, read before this answer
+        // replaces it)
+        if let (None, Some(key), Some(prompt), Some(t)) = (
             &ticket.expectation,
             ticket.session,
             report.prompt_tokens,
             self.policy.ttft(),
         ) {
-            t.observe_continuing_turn(prompt, report.cached_tokens);
+            let previous = self.feedback.previous_prompt(key, ticket.worker);
+            t.observe_continuing_turn(prompt, report.cached_tokens, previous);
         }
         self.feedback.observe(&self.policy, ticket, report, snap)
     }

@@ -57,11 +57,14 @@
 //!   working set (the most free KV), then at random. The queue a worker shows now says little
 //!   about the next second when its sessions are in a pause between turns; their turn rate
 //!   says what they will send.
-//! - **The typical turn** is a continuing turn's: the uncached tokens the engines report for
-//!   pinned turns that streamed unread (the ledger's typical continuing turn; most of an
-//!   agentic fleet's turns), which is also what an unread turn counts for in a queue; until a
-//!   report came (or with `--cache-feedback off`), the candidates' mean uncached tokens of
-//!   placements with text, unbiased from its first sample.
+//! - **The typical turn** is a continuing turn's (most of an agentic fleet's turns): what the
+//!   pinned turns that streamed unread added to their sessions' prompts, by the engines'
+//!   reports (the ledger's typical continuing turn), not what they cost: a turn whose worker
+//!   evicted its history re-prefills it, a cost of KV pressure that the overflow prices, and
+//!   counted here too it made copies look cheaper the more they evicted (#17 session 9). What
+//!   they cost, their reported uncached tokens, is what an unread turn counts for in a queue.
+//!   Until a report came (or with `--cache-feedback off`), the candidates' mean uncached
+//!   tokens of placements with text, unbiased from its first sample.
 //! - **A pinned session moves** only when staying is clearly worse than re-prefilling its whole
 //!   history on the best other worker *and* the eviction that copy causes there:
 //!   `TTFT(pinned) > factor x fleet_cost(other) + move_margin_ms` (`fleet_cost(other)` holds

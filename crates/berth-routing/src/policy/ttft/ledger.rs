@@ -26,10 +26,20 @@
 //! mean of ended sessions runs low while a trace is young; the live sessions' count so far is
 //! a lower bound of their length).
 //!
-//! And the *typical continuing turn*: the exponentially weighted mean of the uncached tokens
-//! the engines reported for turns of pinned sessions that streamed unread (a session's next
-//! turn on the worker that holds its history: what most of an agentic fleet's turns are, and
-//! what the gateway cannot size itself since it does not read them).
+//! And two sizes of a *continuing turn* (a pinned session's turn that streamed unread, on the
+//! worker that holds its history: what most of an agentic fleet's turns are, and what the
+//! gateway cannot size itself since it does not read them), each an exponentially weighted
+//! mean over the engines' reports:
+//!
+//! - what such a turn *cost*, its reported uncached tokens (what an unread turn counts for in
+//!   a worker's queue), history the engine evicted included;
+//! - what it *added*, the tokens its prompt grew by since the session's previous answer on
+//!   that worker (at most its uncached tokens): the *typical continuing turn* placement prices
+//!   the fleet's load and a session's coming turns by. The history a turn re-prefills because
+//!   its worker evicted it is a cost of the KV pressure placement creates, priced where it
+//!   arises (the overflow, `agentic.rs`); counted in the typical turn as well, each eviction
+//!   made the next copy look cheaper than keeping a session with its group, and the copies
+//!   evicted more (docs/benchmarks.md, #17 session 9).
 //!
 //! Bounded: at most [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
 //! expiry queue at most [`QUEUE_PER_SESSION`] entries per session (a session is queued again
@@ -108,8 +118,10 @@ pub(crate) struct Ledger {
     ended_turns: Option<f64>,
     /// Turns taken so far by the live sessions, summed.
     live_turns: u64,
-    /// The typical continuing turn's uncached tokens (none reported yet: `None`).
+    /// A continuing turn's reported uncached tokens (none reported yet: `None`).
     turn_tokens: Option<f64>,
+    /// The tokens a continuing turn's prompt grew by (none reported yet: `None`).
+    turn_growth: Option<f64>,
     dropped_full: u64,
 }
 
@@ -146,19 +158,30 @@ impl Ledger {
         self.ended_turns.unwrap_or(0.0).max(live).max(1.0)
     }
 
-    /// An engine reported `uncached` tokens for a continuing turn (module docs).
-    pub(crate) fn observe_turn(&mut self, uncached: f64) {
-        if uncached.is_finite() && uncached >= 0.0 {
-            let m = self
-                .turn_tokens
-                .map_or(uncached, |m| m + GAP_RATE * (uncached - m));
-            self.turn_tokens = Some(m);
+    /// An engine reported `uncached` tokens for a continuing turn whose prompt grew by
+    /// `growth` tokens since the session's previous answer (`None`: that answer is not known,
+    /// or the prompt shrank) (module docs).
+    pub(crate) fn observe_turn(&mut self, uncached: f64, growth: Option<f64>) {
+        fn mean(m: &mut Option<f64>, x: f64) {
+            if x.is_finite() && x >= 0.0 {
+                *m = Some(m.map_or(x, |m| m + GAP_RATE * (x - m)));
+            }
+        }
+        mean(&mut self.turn_tokens, uncached);
+        if let Some(g) = growth {
+            mean(&mut self.turn_growth, g.min(uncached));
         }
     }
 
-    /// The typical continuing turn's uncached tokens, once an engine reported one.
+    /// A continuing turn's reported uncached tokens, once an engine reported one.
     pub(crate) fn turn_tokens(&self) -> Option<f64> {
         self.turn_tokens
+    }
+
+    /// The typical continuing turn: the tokens it adds to its session's prompt, once an engine
+    /// reported one.
+    pub(crate) fn turn_growth(&self) -> Option<f64> {
+        self.turn_growth
     }
 
     fn add_rate(&mut self, w: WorkerId, rate: f64) {

@@ -113,7 +113,8 @@ fn a_calmer_worker_within_the_band_does_not_win_a_copy() {
 /// know their size). Until an answer reports one, an unread turn counts as the worker's mean
 /// of read placements (5% of the first turn's 3000 tokens after one sample: the mean starts at
 /// 0) and the typical turn is the first turn's 3000 tokens (310 ms); once the unread turns'
-/// answers report 300 uncached tokens each, both are 300 tokens (40 ms).
+/// answers report 300 uncached tokens each (each turn adding 300 to the prompt), both are 300
+/// tokens (40 ms).
 #[test]
 fn the_typical_turn_is_the_continuing_turn_the_engines_report() {
     let f = Fleet::new(2);
@@ -151,14 +152,15 @@ fn the_typical_turn_is_the_continuing_turn_the_engines_report() {
     };
     let t = unread(&r, &mut rng);
     assert_eq!(sized(&r), (150.0, 310.0), "before any report");
-    let report = Report {
-        cached_tokens: 3000,
-        prompt_tokens: Some(3300),
+    // each turn adds 300 tokens to the prompt and finds the rest cached
+    let report = |turn: u64| Report {
+        cached_tokens: 3000 + 300 * turn,
+        prompt_tokens: Some(3300 + 300 * turn),
     };
-    r.observe_reported(t, report, &snap);
-    for _ in 0..3 {
+    r.observe_reported(t, report(0), &snap);
+    for turn in 1..4 {
         let t = unread(&r, &mut rng);
-        r.observe_reported(t, report, &snap);
+        r.observe_reported(t, report(turn), &snap);
     }
     assert_eq!(sized(&r), (300.0, 40.0), "after the reports");
 }

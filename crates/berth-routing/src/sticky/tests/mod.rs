@@ -7,6 +7,7 @@ use std::time::Duration;
 mod agentic;
 mod agentic_life;
 mod agentic_load;
+mod agentic_reports;
 mod config;
 mod counters;
 mod eviction;

@@ -166,10 +166,25 @@ fn a_session_is_expected_to_take_as_many_turns_as_the_ended_ones_took_or_the_liv
 fn the_typical_continuing_turn_is_the_mean_of_the_reported_ones() {
     let mut l = Ledger::default();
     assert_eq!(l.turn_tokens(), None);
-    l.observe_turn(400.0);
+    l.observe_turn(400.0, None);
     assert_eq!(l.turn_tokens(), Some(400.0), "the first report sets it");
-    l.observe_turn(200.0);
+    l.observe_turn(200.0, None);
     assert_eq!(l.turn_tokens(), Some(390.0));
-    l.observe_turn(f64::NAN);
+    l.observe_turn(f64::NAN, None);
     assert_eq!(l.turn_tokens(), Some(390.0), "nonsense is ignored");
+}
+
+#[test]
+fn the_typical_continuing_turn_is_what_the_turns_added_not_what_their_worker_lost() {
+    let mut l = Ledger::default();
+    l.observe_turn(400.0, None);
+    assert_eq!(l.turn_growth(), None, "growth unknown: no sample");
+    // a turn that added 100 tokens but found only its system prompt cached re-prefilled its
+    // whole history: it cost 2,000 tokens, it added 100
+    l.observe_turn(2_000.0, Some(100.0));
+    assert_eq!(l.turn_growth(), Some(100.0));
+    assert_eq!(l.turn_tokens(), Some(480.0));
+    // never more than it cost (a turn the engine had partly cached ahead, e.g. its answer)
+    l.observe_turn(50.0, Some(300.0));
+    assert_eq!(l.turn_growth(), Some(97.5));
 }

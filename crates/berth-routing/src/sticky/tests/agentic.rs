@@ -2,13 +2,9 @@
 //! text at 4 characters per token; the prior is 10 ms + 0.1 ms per token + 0.5 ms per decoding
 //! request, and the move rule the default `stay > 2 x cost elsewhere + 200 ms`.
 
-use super::ttft::{all_but, fresh, route};
+use super::ttft::{agentic, all_but, fresh, route};
 use super::*;
 use crate::BodyPath;
-
-fn agentic() -> Router {
-    router(PolicyKind::Agentic, false, None)
-}
 
 /// Sends `text` (under `key`) to `w` only, and lets its prefill finish.
 fn settle(r: &Router, snap: &WorkerSnapshot, key: Option<&str>, text: &str, w: u32, n: u32) {

@@ -2,13 +2,9 @@
 //! the pure router: no clock, no IO. Prompts are text at 4 characters per token; the prior is
 //! 10 ms + 0.1 ms per token.
 
-use super::ttft::{all_but, fresh, route};
+use super::ttft::{agentic, all_but, fresh, route};
 use super::*;
 use crate::policy::Report;
-
-fn agentic() -> Router {
-    router(PolicyKind::Agentic, false, None)
-}
 
 /// Two workers with room for everything; worker 0 holds a 2000-token prefix every session
 /// opens with (the trace's shared tools and instructions, before any other worker has it)

@@ -4,12 +4,8 @@
 //! `stay > 2 x cost elsewhere + 200 ms`.
 
 use super::agentic::queue_on;
-use super::ttft::{all_but, fresh, route};
+use super::ttft::{agentic, all_but, fresh, route};
 use super::*;
-
-fn agentic() -> Router {
-    router(PolicyKind::Agentic, false, None)
-}
 
 /// A fleet of `n` workers with room for everything in their KV.
 fn roomy(n: usize) -> Fleet {

@@ -2,13 +2,9 @@
 //! sequences on the pure router: no clock, no IO. Prompts are text at 4 characters per token;
 //! the prior is 10 ms + 0.1 ms per token.
 
-use super::ttft::{all_but, fresh, route};
+use super::ttft::{agentic, all_but, fresh, route};
 use super::*;
 use crate::policy::{Report, Ticket};
-
-fn agentic() -> Router {
-    router(PolicyKind::Agentic, false, None)
-}
 
 /// A turn of pinned session `key` that streams unread (no text), answered at `now`: its ticket.
 fn unread_turn(r: &Router, snap: &WorkerSnapshot, key: &str, now: Duration) -> Ticket {

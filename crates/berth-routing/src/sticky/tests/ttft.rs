@@ -19,6 +19,11 @@ fn ttft() -> Router {
     .unwrap()
 }
 
+/// The `agentic` policy with its defaults (its scripted sequences are in `agentic*.rs`).
+pub(super) fn agentic() -> Router {
+    router(PolicyKind::Agentic, false, None)
+}
+
 /// `tokens` tokens of text no other call shares (4 characters each, 32-byte aligned).
 pub(super) fn fresh(tag: &str, tokens: usize) -> String {
     let unit = format!("{tag:<16}").replace(' ', "_");

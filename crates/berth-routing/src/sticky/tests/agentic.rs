@@ -34,10 +34,7 @@ pub(super) fn queue_on(
 #[test]
 fn a_prefix_every_worker_holds_decides_nothing_and_the_working_set_does() {
     for seed in 0..10 {
-        let f = Fleet::new(4);
-        for s in &f.stats {
-            s.set_kv_capacity_tokens(100_000);
-        }
+        let f = Fleet::with_kv(4, 100_000);
         let snap = f.snap(&[]);
         let r = agentic();
         let shared = fresh("system prompt and tools", 2000);
@@ -69,10 +66,7 @@ fn a_prefix_every_worker_holds_decides_nothing_and_the_working_set_does() {
 fn a_worker_at_its_kv_capacity_is_priced_by_what_the_prompt_evicts() {
     let group = fresh("group prefix", 1000);
     let scenario = |cap: u64| {
-        let f = Fleet::new(2);
-        for s in &f.stats {
-            s.set_kv_capacity_tokens(cap);
-        }
+        let f = Fleet::with_kv(2, cap);
         let snap = f.snap(&[]);
         let r = agentic();
         // worker 0 holds the group prefix and a live session of 4000 tokens
@@ -148,10 +142,7 @@ fn a_pinned_session_moves_only_when_staying_beats_re_prefill_plus_eviction() {
 #[test]
 fn sessions_sharing_one_prefix_spread_over_the_fleet() {
     for seed in 0..10 {
-        let f = Fleet::new(4);
-        for s in &f.stats {
-            s.set_kv_capacity_tokens(20_000);
-        }
+        let f = Fleet::with_kv(4, 20_000);
         let snap = f.snap(&[]);
         let r = agentic();
         let shared = fresh("system prompt and tools", 2000);
@@ -205,10 +196,7 @@ fn a_session_its_worker_evicted_moves_on_costs_alone() {
 /// long ones stay; after one move the workers are even and nothing else moves. Turns pinned to the over-share worker are read, not streamed unread.
 #[test]
 fn a_cheap_session_leaves_a_worker_over_its_share_of_turns_and_a_long_one_stays() {
-    let f = Fleet::new(2);
-    for s in &f.stats {
-        s.set_kv_capacity_tokens(1_000_000);
-    }
+    let f = Fleet::with_kv(2, 1_000_000);
     let snap = f.snap(&[]);
     let r = agentic();
     let mut rng = Rng::seeded(11);
@@ -300,10 +288,7 @@ fn a_cheap_session_leaves_a_worker_over_its_share_of_turns_and_a_long_one_stays(
 #[test]
 fn a_new_session_goes_where_fewer_turns_are_coming_unless_that_worker_is_clearly_behind() {
     let scenario = |queue_on_1: bool| {
-        let f = Fleet::new(2);
-        for s in &f.stats {
-            s.set_kv_capacity_tokens(1_000_000);
-        }
+        let f = Fleet::with_kv(2, 1_000_000);
         let snap = f.snap(&[]);
         let r = agentic();
         let mut rng = Rng::seeded(21);

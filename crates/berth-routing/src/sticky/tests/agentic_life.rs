@@ -12,10 +12,7 @@ use crate::policy::Report;
 /// tokens (every first byte arrives at once: the queues are empty between turns). Then a new
 /// session with the prefix arrives (`Some(key)`), or a keyless request with it (`None`).
 fn after_turns(turns: u64, key: Option<&str>) -> WorkerId {
-    let f = Fleet::new(2);
-    for s in &f.stats {
-        s.set_kv_capacity_tokens(1_000_000);
-    }
+    let f = Fleet::with_kv(2, 1_000_000);
     let snap = f.snap(&[]);
     let r = agentic();
     let mut rng = Rng::seeded(7);
@@ -75,10 +72,7 @@ fn a_new_session_takes_a_copy_to_an_idle_worker_when_its_life_on_the_holder_cost
 #[test]
 fn a_calmer_worker_within_the_band_does_not_win_a_copy() {
     for seed in 0..10 {
-        let f = Fleet::new(2);
-        for s in &f.stats {
-            s.set_kv_capacity_tokens(1_000_000);
-        }
+        let f = Fleet::with_kv(2, 1_000_000);
         let snap = f.snap(&[]);
         let r = agentic();
         let mut rng = Rng::seeded(seed);

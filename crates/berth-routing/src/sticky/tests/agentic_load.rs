@@ -9,11 +9,7 @@ use super::*;
 
 /// A fleet of `n` workers with room for everything in their KV.
 fn roomy(n: usize) -> Fleet {
-    let f = Fleet::new(n);
-    for s in &f.stats {
-        s.set_kv_capacity_tokens(1_000_000);
-    }
-    f
+    Fleet::with_kv(n, 1_000_000)
 }
 
 /// A group of sessions shares a 2000-token prefix that worker 0 holds (a repository's

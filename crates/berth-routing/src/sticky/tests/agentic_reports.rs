@@ -36,10 +36,7 @@ fn unread_turn(r: &Router, snap: &WorkerSnapshot, key: &str, now: Duration) -> T
 /// An unread turn still counts for what it cost in a worker's queue.
 #[test]
 fn a_re_prefilled_history_does_not_make_a_new_session_copy_its_groups_prompt() {
-    let f = Fleet::new(2);
-    for s in &f.stats {
-        s.set_kv_capacity_tokens(1_000_000);
-    }
+    let f = Fleet::with_kv(2, 1_000_000);
     let snap = f.snap(&[]);
     let r = agentic();
     let mut rng = Rng::seeded(5);

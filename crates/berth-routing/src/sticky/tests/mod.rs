@@ -43,6 +43,14 @@ impl Fleet {
             models: vec![vec!["m"]; n],
         }
     }
+    /// `n` workers whose KV holds `tokens` tokens each.
+    pub(super) fn with_kv(n: usize, tokens: u64) -> Self {
+        let f = Self::new(n);
+        for s in &f.stats {
+            s.set_kv_capacity_tokens(tokens);
+        }
+        f
+    }
     pub(super) fn snap(&self, down: &[u32]) -> WorkerSnapshot {
         self.snap_of(&(0..self.stats.len() as u32).collect::<Vec<_>>(), down)
     }

@@ -2,7 +2,7 @@
 //! the pure router: no clock, no IO. Prompts are text at 4 characters per token; the prior is
 //! 10 ms + 0.1 ms per token.
 
-use super::ttft::{agentic, all_but, fresh, route};
+use super::ttft::{agentic, all_but, evaluate_key, fresh, route};
 use super::*;
 use crate::policy::Report;
 
@@ -127,17 +127,7 @@ fn the_typical_turn_is_the_continuing_turn_the_engines_report() {
         d.lease.take_ticket().unwrap()
     };
     let sized = |r: &Router| {
-        let pick = crate::policy::PickRequest {
-            model: Some("m"),
-            key: Some("k"),
-            now: T0,
-            ..Default::default()
-        };
-        let e = r
-            .policy
-            .ttft()
-            .unwrap()
-            .evaluate(&pick, &snap, &[WorkerId(0), WorkerId(1)]);
+        let e = evaluate_key(r, &snap, "k", T0);
         (e.estimates[0].own_tokens.round(), e.turn_ms.round())
     };
     let t = unread(&r, &mut rng);

@@ -2,7 +2,7 @@
 //! sequences on the pure router: no clock, no IO. Prompts are text at 4 characters per token;
 //! the prior is 10 ms + 0.1 ms per token.
 
-use super::ttft::{agentic, all_but, fresh, route};
+use super::ttft::{agentic, all_but, evaluate_key, fresh, route};
 use super::*;
 use crate::policy::{Report, Ticket};
 
@@ -72,17 +72,7 @@ fn a_re_prefilled_history_does_not_make_a_new_session_copy_its_groups_prompt() {
             r.observe_reported(t, report, &snap);
         }
     }
-    let pick = crate::policy::PickRequest {
-        model: Some("m"),
-        key: Some("s0"),
-        now: Duration::from_secs(80),
-        ..Default::default()
-    };
-    let e = r
-        .policy
-        .ttft()
-        .unwrap()
-        .evaluate(&pick, &snap, &[WorkerId(0), WorkerId(1)]);
+    let e = evaluate_key(&r, &snap, "s0", Duration::from_secs(80));
     assert_eq!(
         e.turn_ms.round(),
         20.0,

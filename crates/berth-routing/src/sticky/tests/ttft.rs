@@ -24,6 +24,26 @@ pub(super) fn agentic() -> Router {
     router(PolicyKind::Agentic, false, None)
 }
 
+/// What `r`'s time-to-first-token policy evaluates for a turn of session `key` at `now` on
+/// workers 0 and 1.
+pub(super) fn evaluate_key(
+    r: &Router,
+    snap: &WorkerSnapshot,
+    key: &str,
+    now: Duration,
+) -> crate::policy::ttft::Evaluation {
+    let pick = crate::policy::PickRequest {
+        model: Some("m"),
+        key: Some(key),
+        now,
+        ..Default::default()
+    };
+    r.policy
+        .ttft()
+        .unwrap()
+        .evaluate(&pick, snap, &[WorkerId(0), WorkerId(1)])
+}
+
 /// `tokens` tokens of text no other call shares (4 characters each, 32-byte aligned).
 pub(super) fn fresh(tag: &str, tokens: usize) -> String {
     let unit = format!("{tag:<16}").replace(' ', "_");

@@ -151,6 +151,16 @@ impl ModelScan {
         self.model.as_ref()
     }
 
+    /// Takes the model's value out of a [`Found::Model`] answer (no copy). The answer stays
+    /// [`Found::Model`], with an empty value: [`Self::found`] still tells that the model was
+    /// found, and the scan does not look for it again.
+    pub fn take_model(&mut self) -> Option<String> {
+        match self.model.as_mut() {
+            Some(Found::Model(m)) => Some(std::mem::take(m)),
+            _ => None,
+        }
+    }
+
     /// Whether the member `field` has been seen (kept, or too long to keep).
     pub fn seen(&self, field: Field) -> bool {
         self.seen & field.bit() != 0

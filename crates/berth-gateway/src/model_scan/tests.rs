@@ -366,3 +366,21 @@ fn split_at(bytes: &[u8], cuts: Vec<usize>) -> Vec<&[u8]> {
     chunks.push(&bytes[last..]);
     chunks
 }
+
+#[test]
+fn the_model_is_taken_out_and_the_answer_stays_found() {
+    let mut s = ModelScan::new();
+    s.feed(br#"{"model":"m1","messages":[]}"#);
+    assert_eq!(s.take_model().as_deref(), Some("m1"));
+    // still answered (a late check is not started for it), its value gone
+    assert_eq!(s.found(), Some(&Found::Model(String::new())));
+    assert_eq!(s.take_model().as_deref(), Some(""));
+    for body in [&br#"{"messages":[]}"#[..], br#"{"model":7}"#, b"[1]"] {
+        let mut s = ModelScan::new();
+        s.feed(body);
+        s.finish();
+        assert_eq!(s.take_model(), None);
+        assert!(s.found().is_some());
+    }
+    assert_eq!(ModelScan::new().take_model(), None);
+}

@@ -31,9 +31,33 @@ pub const MAX_MODEL: usize = 1024;
 /// Longest raw value kept of a [`Field`] member (a longer one is [`Kept::TooLong`]).
 pub const MAX_FIELD: usize = 4096;
 
+/// Emptied scan buffers kept per thread for the next scans.
+const SPARE_BUFS: usize = 64;
+
 mod fields;
 mod keep;
 mod skip;
+
+thread_local! {
+    /// Scan buffers given back by ended scans, so that a scan's first kept byte allocates
+    /// nothing (one buffer per scan in flight; each at most [`MAX_MODEL`] bytes).
+    static SPARE: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An empty buffer with room for a key: one this thread kept, or a new one.
+fn spare_buf() -> Vec<u8> {
+    SPARE
+        .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Vec::with_capacity(MAX_KEY))
+}
+
+/// How many buffers this thread keeps (tests).
+#[cfg(test)]
+fn spare_bufs() -> usize {
+    SPARE.with_borrow(Vec::len)
+}
 
 pub use fields::{Field, Kept};
 
@@ -98,6 +122,25 @@ pub struct ModelScan {
     ended: bool,
 }
 
+/// The scan's buffer goes back to the thread's spares (unless it grew past [`MAX_MODEL`] for a
+/// kept member, or the thread keeps [`SPARE_BUFS`] already).
+impl Drop for ModelScan {
+    fn drop(&mut self) {
+        let mut buf = std::mem::take(&mut self.buf);
+        if buf.capacity() == 0 || buf.capacity() > MAX_MODEL {
+            return;
+        }
+        buf.clear();
+        let _ = SPARE.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut()
+                && s.len() < SPARE_BUFS
+            {
+                s.push(buf);
+            }
+        });
+    }
+}
+
 impl Default for ModelScan {
     fn default() -> Self {
         Self::new()
@@ -149,6 +192,16 @@ impl ModelScan {
     /// The model answer, once there is one.
     pub fn found(&self) -> Option<&Found> {
         self.model.as_ref()
+    }
+
+    /// Takes the model's value out of a [`Found::Model`] answer (no copy). The answer stays
+    /// [`Found::Model`], with an empty value: [`Self::found`] still tells that the model was
+    /// found, and the scan does not look for it again.
+    pub fn take_model(&mut self) -> Option<String> {
+        match self.model.as_mut() {
+            Some(Found::Model(m)) => Some(std::mem::take(m)),
+            _ => None,
+        }
     }
 
     /// Whether the member `field` has been seen (kept, or too long to keep).

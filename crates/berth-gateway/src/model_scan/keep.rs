@@ -55,7 +55,7 @@ impl ModelScan {
         }
         let room = limit.saturating_sub(self.buf.len());
         if room > 0 && self.buf.capacity() == 0 {
-            self.buf.reserve(MAX_KEY);
+            self.buf = super::spare_buf();
         }
         self.buf.extend_from_slice(&run[..run.len().min(room)]);
         if run.len() > room {
@@ -66,8 +66,8 @@ impl ModelScan {
     pub(super) fn keep(&mut self, b: u8, limit: usize) {
         if self.buf.len() < limit {
             if self.buf.capacity() == 0 {
-                // one allocation for the scan: keys and most values fit
-                self.buf.reserve(MAX_KEY);
+                // one buffer for the scan (a spare one of the thread's): keys and most values fit
+                self.buf = super::spare_buf();
             }
             self.buf.push(b);
         } else {

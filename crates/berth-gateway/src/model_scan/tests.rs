@@ -366,3 +366,60 @@ fn split_at(bytes: &[u8], cuts: Vec<usize>) -> Vec<&[u8]> {
     chunks.push(&bytes[last..]);
     chunks
 }
+
+#[test]
+fn the_model_is_taken_out_and_the_answer_stays_found() {
+    let mut s = ModelScan::new();
+    s.feed(br#"{"model":"m1","messages":[]}"#);
+    assert_eq!(s.take_model().as_deref(), Some("m1"));
+    // still answered (a late check is not started for it), its value gone
+    assert_eq!(s.found(), Some(&Found::Model(String::new())));
+    assert_eq!(s.take_model().as_deref(), Some(""));
+    for body in [&br#"{"messages":[]}"#[..], br#"{"model":7}"#, b"[1]"] {
+        let mut s = ModelScan::new();
+        s.feed(body);
+        s.finish();
+        assert_eq!(s.take_model(), None);
+        assert!(s.found().is_some());
+    }
+    assert_eq!(ModelScan::new().take_model(), None);
+}
+
+#[test]
+fn an_ended_scan_gives_its_buffer_to_the_next_one_on_the_thread() {
+    // (each test runs on its own thread: the spares start empty)
+    std::thread::spawn(|| {
+        assert_eq!(spare_bufs(), 0);
+        let mut s = ModelScan::new();
+        s.feed(br#"{"model":"m1"}"#);
+        let cap = s.buf.capacity();
+        assert!(cap >= MAX_KEY);
+        drop(s);
+        assert_eq!(spare_bufs(), 1);
+        let mut s = ModelScan::new();
+        s.feed(br#"{"model":"m2"}"#);
+        assert_eq!(spare_bufs(), 0, "taken by the next scan");
+        assert_eq!(s.finish(), &Found::Model("m2".to_owned()));
+        drop(s);
+        assert_eq!(spare_bufs(), 1);
+        // a buffer grown past MAX_MODEL (a long kept member) is not kept; never more than
+        // SPARE_BUFS are
+        let mut s = ModelScan::with_fields(&[Field::Metadata]);
+        let long = format!(r#"{{"metadata":{{"x":"{}"}}}}"#, "a".repeat(2 * MAX_MODEL));
+        s.feed(long.as_bytes());
+        assert!(s.buf.capacity() > MAX_MODEL);
+        drop(s);
+        assert_eq!(spare_bufs(), 0, "the grown buffer is freed");
+        let scans: Vec<ModelScan> = (0..SPARE_BUFS + 5)
+            .map(|_| {
+                let mut s = ModelScan::new();
+                s.feed(br#"{"model":"m"}"#);
+                s
+            })
+            .collect();
+        drop(scans);
+        assert_eq!(spare_bufs(), SPARE_BUFS);
+    })
+    .join()
+    .unwrap();
+}

@@ -54,7 +54,9 @@ pub(crate) async fn proxy(
         // boxed: PD's future (two legs at once) would otherwise size every request's future
         Some(legs) => Box::pin(pd::dispatch(state, legs, pool, endpoint, prepared, start)).await,
     };
-    let seen = known.or_else(|| late?.get().and_then(scan_keys::session_of));
+    let seen = known
+        .map(|s| *s)
+        .or_else(|| late?.get().and_then(scan_keys::session_of));
     if let Some((action, id)) = seen {
         // boxed: rare, and its future would otherwise size every request's future
         Box::pin(session::control(state, action, &id, model.as_deref())).await;

@@ -25,21 +25,25 @@ enum Rid {
     Other(IgnoredAny),
 }
 
+/// A body's session control: its action and session id.
+pub(crate) type Session = (SessionAction, String);
+
 /// The routing-relevant fields of a body.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Inspected {
     pub(crate) rid: Option<String>,
     pub(crate) model: Option<String>,
     pub(crate) stream: bool,
-    /// The prompt's chunk hashes, when asked for.
-    pub(crate) prefix: Option<PrefixHashes>,
+    /// The prompt's chunk hashes, when asked for (boxed, as the three members below: the
+    /// inspection is moved with the stages' state, and most requests have none of them).
+    pub(crate) prefix: Option<Box<PrefixHashes>>,
     /// The key fields (`prompt_cache_key`, ...), when the body names any (boxed: most bodies
     /// name none, and the inspection is moved with the stages' state).
     pub(crate) keys: Option<Box<BodyKeys>>,
     /// `nvext.session_control`'s action and session id.
-    pub(crate) session: Option<(SessionAction, String)>,
+    pub(crate) session: Option<Box<Session>>,
     /// The raw `previous_response_id` (a Responses chain), when it is a string.
-    pub(crate) previous_response_id: Option<String>,
+    pub(crate) previous_response_id: Option<Box<str>>,
 }
 
 fn first_rid(rid: Option<Rid>) -> Option<String> {
@@ -148,9 +152,12 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
         rid: first_rid(fields.rid),
         model: fields.model,
         stream: fields.stream,
-        prefix: want_text.then(|| fields.prompt.finish()),
-        session: fields.keys.session_control(),
-        previous_response_id: fields.keys.take_previous_response_id(),
+        prefix: want_text.then(|| Box::new(fields.prompt.finish())),
+        session: fields.keys.session_control().map(Box::new),
+        previous_response_id: fields
+            .keys
+            .take_previous_response_id()
+            .map(String::into_boxed_str),
         keys: fields.keys.into_keys().map(Box::new),
     })
 }
@@ -172,7 +179,7 @@ mod tests {
     }
 
     fn prompt(body: &str) -> PrefixHashes {
-        inspect(body.as_bytes(), true).unwrap().prefix.unwrap()
+        *inspect(body.as_bytes(), true).unwrap().prefix.unwrap()
     }
 
     #[test]
@@ -246,7 +253,7 @@ mod tests {
         assert_eq!(k.metadata_user_id.as_deref(), Some("u"));
         assert_eq!(k.nvext_session_id.as_deref(), Some("s"));
         assert_eq!(
-            i.session,
+            i.session.map(|s| *s),
             Some((SessionAction::Bind(Some(60)), "s".to_owned()))
         );
         for (timeout, want) in [

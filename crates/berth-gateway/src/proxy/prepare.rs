@@ -159,23 +159,25 @@ pub(crate) async fn prepare(
             settled: &settled,
             budget: &state.body_budget,
         });
-        let ahead = if want_model || scanned {
+        let mut ahead = if want_model || scanned {
             let fields = scan_keys::fields(scanned, watch);
             read_ahead(&mut body, max, deadline, want_model, fields, hold).await?
         } else {
             Lookahead::default()
         };
-        let inspected =
-            scan_keys::inspected(&ahead.scan, ahead.model().map(str::to_owned), scanned);
+        // (the model found is taken out of the scan, not copied)
+        let model = ahead.scan.take_model();
+        let inspected = scan_keys::inspected(&ahead.scan, model, scanned);
         // A session control the scan has not seen yet is watched for as the body streams on.
         if inspected.session.is_none() && watch && !ahead.scan.ended() {
             nvext = Some(NvextSlot::default());
         }
-        let mut ahead = ahead;
+        // The workers' models are copied only when the check goes on past the lookahead (asked
+        // before the scan is moved out of `ahead`: a scan taken leaves a fresh one behind).
+        let model_pending = want_model && ahead.scan.found().is_none();
         let late = LateCheck::new(
             std::mem::take(&mut ahead.scan),
-            // (the workers' models are copied only when the check goes on past the lookahead)
-            (want_model && ahead.scan.found().is_none()).then(|| view.models.clone()),
+            model_pending.then(|| view.models.clone()),
             nvext.clone(),
         );
         let ended = late.is_none() && http_body::Body::is_end_stream(&body);

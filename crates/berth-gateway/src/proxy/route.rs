@@ -47,7 +47,7 @@ impl<'a> RouteFacts<'a> {
                 .model
                 .as_deref()
                 .or(view.snapshot.only_model().map(|m| &**m)),
-            prefix: inspected.prefix.as_ref(),
+            prefix: inspected.prefix.as_deref(),
             tokens,
             stream: inspect_body.then_some(inspected.stream),
             feedback_read,

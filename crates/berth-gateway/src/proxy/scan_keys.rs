@@ -58,7 +58,7 @@ pub(super) fn settled(state: &AppState, headers: &Fields, scan: &ModelScan) -> b
 /// (when they settle the key, `scanned`) its key fields.
 pub(super) fn inspected(scan: &ModelScan, model: Option<String>, scanned: bool) -> Inspected {
     let mut fields = KeyFields::from_scan(scan);
-    let session = fields.session_control();
+    let session = fields.session_control().map(Box::new);
     if !scanned {
         return Inspected {
             model,
@@ -69,7 +69,9 @@ pub(super) fn inspected(scan: &ModelScan, model: Option<String>, scanned: bool) 
     Inspected {
         model,
         session,
-        previous_response_id: fields.take_previous_response_id(),
+        previous_response_id: fields
+            .take_previous_response_id()
+            .map(String::into_boxed_str),
         keys: fields.into_keys().map(Box::new),
         ..Inspected::default()
     }

@@ -45,16 +45,6 @@ pub(crate) struct Lookahead {
     pub(crate) scan: ModelScan,
 }
 
-impl Lookahead {
-    /// The model found, if the scan found one.
-    pub(crate) fn model(&self) -> Option<&str> {
-        match self.scan.found() {
-            Some(Found::Model(m)) => Some(m),
-            _ => None,
-        }
-    }
-}
-
 /// What a lookahead waits for besides the model: the members that settle the key.
 pub(crate) struct KeyHold<'a> {
     /// Whether the members the scan has seen settle the key (called when it sees more).

@@ -28,8 +28,9 @@ use crate::tls::MaybeTls;
 /// Idle connections kept per worker.
 const MAX_IDLE_PER_WORKER: usize = 1024;
 
-/// A worker's response body as the request path reads it.
-pub(crate) type UpResponse = RespBody<MaybeTls, UpBody, Home>;
+/// A worker's response body as the request path reads it (boxed where it is made, see
+/// [`h1::send`]).
+pub(crate) type UpResponse = Box<RespBody<MaybeTls, UpBody, Home>>;
 
 /// A request to a worker: its head (written from the client's parts) and its body.
 #[derive(Debug)]

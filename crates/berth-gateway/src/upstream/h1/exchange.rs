@@ -44,12 +44,16 @@ pub(crate) struct SendFail {
 /// response's body reads the rest (and finishes sending a request body the worker answered
 /// before it ended); read to its end on a connection that stays open, the connection goes to
 /// `home`.
+///
+/// The body is boxed where it is made: the response is returned through the attempt, its
+/// timeout and the dispatcher, and each of those moves copied the whole body (its connection,
+/// upload, decoder and fields) where it now copies a pointer.
 pub(crate) async fn send<IO, B, R>(
     mut conn: H1Conn<IO>,
     head: &ReqHead<'_>,
     body: B,
     home: R,
-) -> Result<Response<RespBody<IO, B, R>>, SendFail>
+) -> Result<Response<Box<RespBody<IO, B, R>>>, SendFail>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
     B: Body<Data = Bytes> + Unpin,
@@ -81,14 +85,14 @@ where
     .map_err(|e| fail(e, conn.read_any))?;
     let decoder = Decoder::new(resp_head.framing);
     // the response's header map stays empty: the worker's fields travel with the body
-    let mut resp = Response::new(RespBody {
+    let mut resp = Response::new(Box::new(RespBody {
         conn: Some(conn),
         upload,
         decoder,
         keep_alive: resp_head.keep_alive,
         home: Some(home),
         fields: Some(resp_head.fields),
-    });
+    }));
     *resp.status_mut() = resp_head.status;
     *resp.version_mut() = resp_head.version;
     Ok(resp)

@@ -59,7 +59,7 @@ async fn send_req<B, R>(
     conn: H1Conn<DuplexStream>,
     req: Request<B>,
     home: R,
-) -> Result<http::Response<RespBody<DuplexStream, B, R>>, SendFail>
+) -> Result<http::Response<Box<RespBody<DuplexStream, B, R>>>, SendFail>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: std::fmt::Display,

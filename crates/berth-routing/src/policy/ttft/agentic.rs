@@ -110,16 +110,6 @@ pub(crate) const REBALANCE_MIN_TURNS: u32 = 8;
 /// Turn rates within this share of the least count as equal at placement (then cost decides).
 pub(crate) const RATE_TIE: f64 = 0.05;
 
-/// A prompt's only holder whose live sessions send more than this multiple of the candidates'
-/// mean share of the fleet's turns carries an oversized group: a new session's copy of the
-/// prompt onto the calmest worker, if that one sends less than `1 / SPLIT_SHARE` of the mean,
-/// is priced at its own prefill, without the load's weight.
-pub(crate) const SPLIT_SHARE: f64 = 1.25;
-
-/// ...once it carries at least this many live sessions (a handful of sessions says nothing
-/// about a group's size).
-pub(crate) const SPLIT_MIN_SESSIONS: u32 = 8;
-
 /// The fleet load the copy pricing assumes at most (a copy then costs the requests behind it
 /// four times its own prefill): an estimate from turn rates and queues is rough, and past this
 /// a copy that would even out a queue many turns long is still allowed.
@@ -253,17 +243,14 @@ pub(crate) fn life_cost(eval: &Evaluation) -> impl Fn(&Estimate) -> f64 + Copy {
 /// the prompt as the cheapest one, to the one whose live sessions send the fewest turns; the
 /// cheapest of those.
 pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
+    let extra = copy_weight(eval);
     let floor = eval
         .estimates
         .iter()
         .map(|e| e.own_tokens)
         .min_by(f64::total_cmp)?;
-    let extra = copy_weight(eval);
-    // an oversized group's relief: the copy onto the calmest worker costs its prefill alone
-    let relief = relief_worker(eval, floor);
-    let extra_on = move |e: &Estimate| if Some(e.worker) == relief { 0.0 } else { extra };
     let life = life_cost(eval);
-    let price = move |e: &Estimate| fleet_cost(e, floor, extra_on(e)) + life(e);
+    let price = move |e: &Estimate| fleet_cost(e, floor, extra) + life(e);
     let best = eval.estimates.iter().map(price).min_by(f64::total_cmp)?;
     let tie = TIE_MS.max(best * TIE_REL);
     // the band buys balance, not copies: only a candidate holding as much of the prompt as a
@@ -286,34 +273,6 @@ pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
     let fewest = close().filter(calm).map(|e| e.sessions).min()?;
     let few = move |e: &&Estimate| e.sessions <= fewest;
     cheapest(close().filter(calm).filter(few), price, rng).map(|e| e.worker)
-}
-
-/// The worker a new session of an oversized group may copy its prompt to at its prefill alone
-/// (module docs, "An oversized group"): when exactly one candidate holds the prompt beyond what
-/// the others hold (the others lack at least half of what it lacks not), that holder carries
-/// at least [`SPLIT_MIN_SESSIONS`] live sessions and more than [`SPLIT_SHARE`] times the
-/// candidates' mean share of the fleet's coming turns, and the calmest other candidate less
-/// than `1 / SPLIT_SHARE` of it: that calmest one. Keyless requests (no coming turns) never.
-fn relief_worker(eval: &Evaluation, floor: f64) -> Option<WorkerId> {
-    if eval.future_turns <= 0.0 || eval.estimates.len() < 2 {
-        return None;
-    }
-    let held = eval.prompt_tokens - floor;
-    let holds = |e: &&Estimate| e.own_tokens - floor < 0.5 * held;
-    let mut holders = eval.estimates.iter().filter(holds);
-    let (Some(h), None) = (holders.next(), holders.next()) else {
-        return None;
-    };
-    let share = traffic_share(eval);
-    if h.sessions < SPLIT_MIN_SESSIONS || share(h) <= SPLIT_SHARE {
-        return None;
-    }
-    let calm = eval
-        .estimates
-        .iter()
-        .filter(|e| e.worker != h.worker)
-        .min_by(|a, b| share(a).total_cmp(&share(b)))?;
-    (share(calm) < 1.0 / SPLIT_SHARE).then_some(calm.worker)
 }
 
 /// Where a session pinned to `pinned` moves, if staying is clearly worse than the move's whole

@@ -4,7 +4,7 @@
 //! Per candidate `w`, for a prompt of `P` tokens of which `own(w)` are not cached on `w`:
 //!
 //! ```text
-//! overflow(w) = min(own(w), max(0, working_set(w) + own(w) - kv_capacity(w)))
+//! overflow(w) = max(0, working_set(w) + own(w) - kv_capacity(w))
 //! cost(w)     = TTFT(w) + per_token(w) x overflow(w)
 //! ```
 //!
@@ -12,10 +12,7 @@
 //! the requests decoding); `working_set(w)` is the tokens `w`'s live sessions hold (the session
 //! ledger, `ledger.rs`: each live keyed session's last prompt less the prefix its worker
 //! already held from other sessions); the overflow is what the prompt would evict there,
-//! priced as the prefill that sending those tokens again will cost, and at most the prompt's
-//! own uncached tokens (on a worker already past its KV the excess is evicted wherever the
-//! prompt goes; session 10: charged whole, it made new sessions copy their group's prompt
-//! off an over-full holder, sub-agents their parent's conversation). A prefix every candidate
+//! priced as the prefill that sending those tokens again will cost. A prefix every candidate
 //! holds is the same on every worker, so it decides nothing and is not counted in working sets.
 //!
 //! **A copy is priced by the fleet's load** (session 5). Prefilling on `w` what another
@@ -132,12 +129,9 @@ pub(crate) fn over_share(rate: f64, rates: impl IntoIterator<Item = f64>) -> boo
     mean > 0.0 && rate > REBALANCE_OVER * mean
 }
 
-/// Tokens the prompt would evict on `e`'s worker: what its own uncached tokens add past the
-/// worker's KV beside its live working set, at most those tokens.
+/// Tokens the prompt would evict on `e`'s worker.
 fn overflow(e: &Estimate) -> f64 {
-    (e.kv_set + e.own_tokens - e.kv_cap)
-        .max(0.0)
-        .min(e.own_tokens.max(0.0))
+    (e.kv_set + e.own_tokens - e.kv_cap).max(0.0)
 }
 
 /// What sending the request to `e`'s worker costs, ms.

@@ -83,42 +83,6 @@ fn a_worker_at_its_kv_capacity_is_priced_by_what_the_prompt_evicts() {
     assert_eq!(scenario(1_000_000), WorkerId(0));
 }
 
-/// A worker already past its KV capacity (its live sessions hold more than it can keep) is
-/// charged only what the prompt itself evicts there, at most its own uncached tokens: the
-/// excess its live sessions already have is evicted (or re-prefilled) wherever this prompt
-/// goes. Worker 0 holds a 2000-token group prefix and twenty live sessions of 600 tokens of
-/// their own (12,000 tokens of working set, 6000 of KV); worker 1 is empty. A new member costs
-/// 10 + 0.1 x 500 = 60 ms on 0 and evicts its 500 tokens there (50 ms): 110 ms, against 10 +
-/// 0.1 x 2500 = 260 ms for the copy on 1. It stays with its group. (Before, worker 0 was
-/// charged the whole excess, 12,000 + 500 - 6000 = 6500 tokens, 650 ms, and every new member
-/// of a group whose holder was over its KV copied the group's prompt, on the demo's agentic
-/// set sub-agents too: their parent's whole conversation.)
-#[test]
-fn a_worker_over_its_kv_is_charged_only_what_the_prompt_evicts() {
-    let f = Fleet::with_kv(2, 6000);
-    let snap = f.snap(&[]);
-    let r = agentic();
-    let group = fresh("group prefix", 2000);
-    settle(&r, &snap, None, &group, 0, 2);
-    for i in 0..20 {
-        let k = format!("live {i}");
-        settle(
-            &r,
-            &snap,
-            Some(&k),
-            &format!("{group}{}", fresh(&k, 600)),
-            0,
-            2,
-        );
-    }
-    let t = format!("{group}{}", fresh("new member", 500));
-    let e = super::ttft::evaluate_key(&r, &snap, "new member", T0);
-    assert!(e.estimates[0].kv_set >= 12_000.0, "{:?}", e.estimates[0]);
-    let mut rng = Rng::seeded(3);
-    let d = route(&r, &snap, Some("new member"), &t, &[], T0, &mut rng);
-    assert_eq!(d.worker, WorkerId(0));
-}
-
 #[test]
 fn a_pinned_session_moves_only_when_staying_beats_re_prefill_plus_eviction() {
     let f = Fleet::new(2);

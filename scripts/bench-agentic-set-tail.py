@@ -62,11 +62,32 @@ for d in sys.argv[1:]:
     for k in sorted(by):
         b = by[k]
         print(f"  worker {k}: {b[0]} requests, {b[1]} uncached, {b[2]} sessions ({b[3]} roots), mean TTFT {b[4] / b[0]:.0f} ms")
+    # each request's kind: a first turn copying a system prompt (over 1,500 uncached), another
+    # first turn, a continuing turn that lost its history (cached < 90% of its session's
+    # previous prompt), another continuing turn
+    prev_prompt = {}
+    for r in recs:
+        p = prev_prompt.get(r["session_id"])
+        cached = r["prompt_tokens"] - r["unc"]
+        if r["turn_index"] == 0:
+            r["kind"] = "copy" if r["unc"] > 1500 else "new"
+        else:
+            r["kind"] = "lost" if p is not None and p - cached > 0.1 * p else "turn"
+        prev_prompt[r["session_id"]] = r["prompt_tokens"]
     top = sorted(recs, key=lambda r: -r["ttft_ms"])[: max(1, round(len(recs) * 0.02))]
-    print("   start_ms ttft_ms worker depth turn prompt cached uncached | ahead_tokens ahead_requests")
+    print("   start_ms ttft_ms worker depth turn prompt cached uncached  kind | ahead_tokens ahead_requests | ahead uncached by kind: copy new lost turn")
+    kinds = ("copy", "new", "lost", "turn")
+    behind = collections.Counter()
     for r in sorted(top, key=lambda r: r["start_ms"]):
         ahead = [x for x in recs if w(x) == w(r) and x["start_ms"] < r["start_ms"] < x["ft"]]
-        print(f"   {r['start_ms']:8.0f} {r['ttft_ms']:7.0f} {w(r):>6} {r['depth']:5d} {r['turn_index']:4d} {r['prompt_tokens']:6d} {r['prompt_tokens'] - r['unc']:6d} {r['unc']:8d} | {sum(x['unc'] for x in ahead):12d} {len(ahead):14d}")
+        by_kind = collections.Counter()
+        for x in ahead:
+            by_kind[x["kind"]] += x["unc"]
+        behind.update(by_kind)
+        behind["own"] += r["unc"]
+        print(f"   {r['start_ms']:8.0f} {r['ttft_ms']:7.0f} {w(r):>6} {r['depth']:5d} {r['turn_index']:4d} {r['prompt_tokens']:6d} {r['prompt_tokens'] - r['unc']:6d} {r['unc']:8d} {r['kind']:>5} | {sum(x['unc'] for x in ahead):12d} {len(ahead):14d} | " + " ".join(f"{by_kind[k]:5d}" for k in kinds))
+    total = sum(behind.values()) or 1
+    print("  the slowest 2%'s uncached tokens, their own and ahead of them by kind: " + ", ".join(f"{k} {behind[k]} ({behind[k] / total:.0%})" for k in ("own",) + kinds))
     # continuing turns that found less than 90% of their session's previous prompt cached
     # (their history evicted), per worker, and the tokens that lost
     prev, lost, lost_tokens, slow = {}, collections.Counter(), collections.Counter(), set(map(id, top))

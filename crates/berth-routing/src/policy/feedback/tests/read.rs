@@ -43,3 +43,51 @@ fn a_read_turns_confirmed_answer_keeps_its_prompt_recent() {
     assert_eq!(answers_out_of_order(FeedbackMode::Measure, false), 0);
     assert_eq!(answers_out_of_order(FeedbackMode::Measure, true), 2048);
 }
+
+/// Worker 0 is sent S (answered), then S+B, then S+A; S+B's answer (S cached, as predicted) comes back,
+/// then S+A's reports only the first half of S cached. Returns what the index then predicts
+/// worker 0 holds of S+B (S is 1,024 characters, B 1,024).
+fn a_branch_answered_before_a_loss(policy: PolicyKind, mode: FeedbackMode) -> usize {
+    let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
+    stats[0].set_kv_capacity_tokens(100_000);
+    let snap = fleet(&stats);
+    let r = router(policy, mode);
+    let s = text("a shared system prompt ", 1024);
+    let (sb, sa) = (
+        cat(&s, &text("bravo's task ", 1024)),
+        cat(&s, &text("alpha's task ", 1024)),
+    );
+    let ts = send(&r, &snap, &s, None).unwrap();
+    r.observe_reported(ts, report(0, &s), &snap);
+    let tb = send(&r, &snap, &sb, None).unwrap();
+    let ta = send(&r, &snap, &sa, None).unwrap();
+    let o = r.observe_reported(tb, report(1024, &sb), &snap).unwrap();
+    assert_eq!(o.verdict, Verdict::Confirmed);
+    let o = r.observe_reported(ta, report(512, &sa), &snap).unwrap();
+    assert_eq!(o.verdict, Verdict::Shortfall);
+    send(&r, &snap, &sb, None)
+        .unwrap()
+        .expectation
+        .unwrap()
+        .predicted_bytes()
+}
+
+#[test]
+fn an_answer_does_not_spare_its_branch_from_a_later_requests_loss() {
+    // S+B's answer showed B held when S+B started; S+A, sent after S+B and started after it
+    // ended, found S half gone, so B (hanging below the lost part) was gone too. The answer's
+    // refresh must not count as a use by a request sent after S+A: that spared B, and
+    // `cache_aware` kept sending S+B's sessions to a worker that had lost them
+    for policy in [PolicyKind::CacheAware, PolicyKind::TtftAware] {
+        assert_eq!(
+            a_branch_answered_before_a_loss(policy, FeedbackMode::On),
+            1024,
+            "{policy:?}"
+        );
+        assert_eq!(
+            a_branch_answered_before_a_loss(policy, FeedbackMode::Measure),
+            2048,
+            "{policy:?}"
+        );
+    }
+}

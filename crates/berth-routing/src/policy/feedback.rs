@@ -55,7 +55,7 @@
 //! that stream unread on the pinned path, so the estimate runs low; bounding by it cost cached
 //! share under KV pressure (docs/benchmarks.md). It is exported either way.
 
-use super::prefix_index::{Prior, Use, bytes_of_chunks, chunks_in_bytes};
+use super::prefix_index::{Prior, bytes_of_chunks, chunks_in_bytes};
 use super::{Policy, PrefixHashes};
 use crate::{WorkerId, WorkerSnapshot, WorkerStats};
 
@@ -270,7 +270,7 @@ impl Feedback {
                 kept_chunks(report.cached_tokens, per).min(depth)
             };
             let mut tree = index.lock();
-            let held = tree.touch_held(a.model, ticket.worker, (depth, a.hash), keep, Use::Unread);
+            let held = tree.touch_held(a.model, ticket.worker, depth, a.hash, keep);
             if held && v != Verdict::Shortfall {
                 // and it had kept all of the previous turn
                 tree.answered(a.model, ticket.worker, depth, a.hash);
@@ -351,7 +351,7 @@ impl Feedback {
                     // and has just used it (its blocks age from now in the engine): so does
                     // the index, whose ageing then follows the engine's least recently used
                     // order (a shortfall's path is left as its insert stamped it, session 8)
-                    tree.touch_held(model, exp.worker, (depth, hash), depth, Use::Answered);
+                    tree.touch_held(model, exp.worker, depth, hash, depth);
                 }
                 Anchor {
                     model,

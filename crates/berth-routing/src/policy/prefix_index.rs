@@ -34,7 +34,6 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 #[cfg(test)]
 pub(crate) use correct::Correction;
 pub use correct::Prior;
-pub(crate) use correct::Use;
 pub use evict::IndexEviction;
 pub(crate) use index::Index;
 

@@ -18,13 +18,12 @@
 //! the same prefix find it again (this one's prefill recomputed it), and their inserts touched
 //! those segments after this one's. Dropping them anyway made the index miss prefixes the
 //! worker held: under KV pressure with `agentic`, a third of the index's predictions then came
-//! out *below* what the worker reported (docs/benchmarks.md, session 4). Only inserts (and the
-//! answers of turns that streamed unread, which stand for their send) count as such a use (a
-//! segment's `sent` stamp), not the answers of read turns that refresh a segment's recency
-//! under `on` ([`Index::touch_held`], [`Use::Answered`]): such an answer shows the segment
-//! held when *its* request started, which may be before this one's loss (docs/benchmarks.md,
-//! #17 session 10). A segment's `sent` stamp is never older than any segment's below it, so
-//! what is kept is always rooted.
+//! out *below* what the worker reported (docs/benchmarks.md, session 4). Only inserts count as
+//! such a use (a segment's `sent` stamp), not the answers that refresh a segment's recency
+//! under `on` ([`Index::touch_held`]): an answer shows the segment held when *its* request
+//! started, which may be before this one's loss; sparing what answers refreshed kept lost
+//! branches in `cache_aware`'s index (docs/benchmarks.md, #17 session 10). A segment's `sent`
+//! stamp is never older than any segment's below it, so what is kept is always rooted.
 //!
 //! Which segments an answer has shown held is kept per segment ([`Index::answered`]): a loss of
 //! such a segment is evidence that the worker evicted it; a loss of a segment no answer has
@@ -74,15 +73,6 @@ impl Prior {
     pub fn answered_bytes(&self) -> usize {
         bytes_of_chunks(self.answered)
     }
-}
-
-/// Which answer touches a path ([`Index::touch_held`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Use {
-    /// A turn whose body streamed unread: its answer stands for its use.
-    Unread,
-    /// A read turn: its insert stamped its use; the answer refreshes recency only.
-    Answered,
 }
 
 /// What a correction did.
@@ -201,22 +191,19 @@ impl Index {
     }
 
     /// The worker has just used the prefix ending in chunk `depth - 1` (hash `hash`) of a text
-    /// the index held for it, as far as its first `keep` chunks (what the answer reported
-    /// cached): touches that path, from the deepest of its segments starting before `keep`.
-    /// `Use::Unread`: the answer of a turn whose body was not read (nothing was inserted when it
-    /// was sent; its answer stands for that use, so a correction of a request sent before it
-    /// spares the path, as an insert would). `Use::Answered`: the answer of a read turn, whose
-    /// insert already stamped its send; the answer refreshes only the path's recency (it shows
-    /// the path held when that request started, not after requests sent since, so a
-    /// correction of one of them still drops it: [`Index::correct`]). False when the index no
+    /// the index held for it (an answer), as far as its first `keep` chunks (what the answer
+    /// reported cached): refreshes the recency of that path, from the deepest of its segments
+    /// starting before `keep`. Not as a use by a request sent now: the answer shows the worker
+    /// holding the path when that request started, not after requests sent since, so a
+    /// correction of one of them still drops it ([`Index::correct`]). False when the index no
     /// longer holds it.
     pub(crate) fn touch_held(
         &mut self,
         model: u32,
         worker: WorkerId,
-        (depth, hash): (usize, u64),
+        depth: usize,
+        hash: u64,
         keep: usize,
-        by: Use,
     ) -> bool {
         let Some(t) = self.tenant(model, worker) else {
             return false;
@@ -228,10 +215,7 @@ impl Index {
             s = self.segs[s as usize].parent;
         }
         if s != NONE {
-            match by {
-                Use::Unread => self.touch(s),
-                Use::Answered => self.refresh(s),
-            }
+            self.refresh(s);
             self.compact_queue(t);
         }
         true

@@ -292,7 +292,7 @@ fn an_unread_answer_touches_the_path_only_as_deep_as_it_reported() {
     // session 1's next (unread) turn reports only the system prompt cached: the worker lost
     // session 1's history, so only the path above it is touched
     let h1 = h(&s1);
-    assert!(idx.touch_held(m, WorkerId(0), (32, h1.chunks()[31]), 16, Use::Unread));
+    assert!(idx.touch_held(m, WorkerId(0), 32, h1.chunks()[31], 16));
     // a new 16-chunk prompt: 80 chunks > 64, the least recent branch goes: session 1's turn,
     // not session 2's (which the worker may still hold)
     idx.insert(
@@ -304,7 +304,7 @@ fn an_unread_answer_touches_the_path_only_as_deep_as_it_reported() {
     assert_eq!(idx.longest_match(m, &h1, &ids(1)).0, 16 * CHUNK);
     assert_eq!(idx.longest_match(m, &h(&s2), &ids(1)).0, 32 * CHUNK);
     // reported whole: the whole path is touched
-    assert!(idx.touch_held(m, WorkerId(0), (32, h(&s2).chunks()[31]), 32, Use::Unread));
+    assert!(idx.touch_held(m, WorkerId(0), 32, h(&s2).chunks()[31], 32));
     // no longer held: nothing to touch
-    assert!(!idx.touch_held(m, WorkerId(0), (32, h1.chunks()[31]), 32, Use::Unread));
+    assert!(!idx.touch_held(m, WorkerId(0), 32, h1.chunks()[31], 32));
 }

@@ -18,12 +18,8 @@
 //! the same prefix find it again (this one's prefill recomputed it), and their inserts touched
 //! those segments after this one's. Dropping them anyway made the index miss prefixes the
 //! worker held: under KV pressure with `agentic`, a third of the index's predictions then came
-//! out *below* what the worker reported (docs/benchmarks.md, session 4). Only inserts count as
-//! such a use (a segment's `sent` stamp), not the answers that refresh a segment's recency
-//! under `on` ([`Index::touch_held`]): an answer shows the segment held when *its* request
-//! started, which may be before this one's loss; sparing what answers refreshed kept lost
-//! branches in `cache_aware`'s index (docs/benchmarks.md, #17 session 10). A segment's `sent`
-//! stamp is never older than any segment's below it, so what is kept is always rooted.
+//! out *below* what the worker reported (docs/benchmarks.md, session 4). A segment's recency is
+//! never older than any segment below it, so what is kept is always rooted.
 //!
 //! Which segments an answer has shown held is kept per segment ([`Index::answered`]): a loss of
 //! such a segment is evidence that the worker evicted it; a loss of a segment no answer has
@@ -191,12 +187,9 @@ impl Index {
     }
 
     /// The worker has just used the prefix ending in chunk `depth - 1` (hash `hash`) of a text
-    /// the index held for it (an answer), as far as its first `keep` chunks (what the answer
-    /// reported cached): refreshes the recency of that path, from the deepest of its segments
-    /// starting before `keep`. Not as a use by a request sent now: the answer shows the worker
-    /// holding the path when that request started, not after requests sent since, so a
-    /// correction of one of them still drops it ([`Index::correct`]). False when the index no
-    /// longer holds it.
+    /// the index held for it (an answer of a turn whose body was not read), as far as its first
+    /// `keep` chunks (what the answer reported cached): touches that path, from the deepest of
+    /// its segments starting before `keep`. False when the index no longer holds it.
     pub(crate) fn touch_held(
         &mut self,
         model: u32,
@@ -215,7 +208,7 @@ impl Index {
             s = self.segs[s as usize].parent;
         }
         if s != NONE {
-            self.refresh(s);
+            self.touch(s);
             self.compact_queue(t);
         }
         true
@@ -258,9 +251,7 @@ impl Index {
         // the lost part: what hangs below the path's chunks from `keep` on, less what requests
         // sent after this one used since; the path itself stays (this request's prefill has
         // just recomputed it)
-        // (sent: inserts only; an answer that refreshed it since shows it held when that
-        // answer's request started, which may be before this one's loss)
-        let stale = |idx: &Self, x: u32| idx.segs[x as usize].sent <= prior.sent;
+        let stale = |idx: &Self, x: u32| idx.segs[x as usize].tick <= prior.sent;
         let lost: Vec<u32> = live
             .iter()
             .copied()

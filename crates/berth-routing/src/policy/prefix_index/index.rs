@@ -28,12 +28,7 @@ pub(super) struct Seg {
     pub(super) parent: u32,
     pub(super) start: u32,
     pub(super) end: u32,
-    /// Recency: when a request last used it (its insert, or its answer under
-    /// `--cache-feedback on`); orders eviction.
     pub(super) tick: u64,
-    /// When a request's insert last used it (answers left out): a correction spares only what
-    /// requests sent after the corrected one used (`correct.rs`).
-    pub(super) sent: u64,
     /// Whether an answer of the tenant's worker has shown it holding the whole segment since
     /// it was recorded (cached-token feedback: only a loss of such a segment is evidence of an
     /// eviction, `correct.rs`).
@@ -86,7 +81,6 @@ impl Index {
                 start: 0,
                 end: 0,
                 tick: 0,
-                sent: 0,
                 answered: false,
             }],
             dead: Vec::new(),
@@ -329,7 +323,6 @@ impl Index {
             start: start as u32,
             end: end as u32,
             tick: 0,
-            sent: 0,
             answered: false,
         };
         match self.free.pop() {
@@ -344,26 +337,12 @@ impl Index {
         }
     }
 
-    /// Marks `s` and its ancestors used now by a request sent now, leaf first (so parents are
-    /// more recent).
-    pub(super) fn touch(&mut self, s: u32) {
-        self.stamp(s, true);
-    }
-
-    /// Marks `s` and its ancestors used now (recency only, leaf first): a request sent earlier
-    /// has just been answered from them.
-    pub(super) fn refresh(&mut self, s: u32) {
-        self.stamp(s, false);
-    }
-
-    fn stamp(&mut self, mut s: u32, sent: bool) {
+    /// Marks `s` and its ancestors used now, leaf first (so parents are more recent).
+    pub(super) fn touch(&mut self, mut s: u32) {
         while s != NONE {
             self.tick += 1;
             let seg = &mut self.segs[s as usize];
             seg.tick = self.tick;
-            if sent {
-                seg.sent = self.tick;
-            }
             let (t, parent) = (seg.tenant, seg.parent);
             self.tenants[t as usize].lru.push_back((s, self.tick));
             s = parent;

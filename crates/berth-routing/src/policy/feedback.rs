@@ -12,10 +12,7 @@
 //!   the lost part that no request sent since used (`prefix_index/correct.rs`; the prompt's
 //!   own path stays, the worker has just recomputed it);
 //! - a *confirmation* or a *surplus* (another replica or client warmed the worker) needs no
-//!   correction: the request's own insert already records the whole prompt there. Under `on`
-//!   the answer refreshes the prompt's recency in the index (the engine's blocks of it age
-//!   from the end of the request, not from its send), so the index's least recently used order
-//!   follows the engine's (session 10).
+//!   correction: the request's own insert already records the whole prompt there.
 //!
 //! The effective KV estimate moves only on evidence about eviction ([`KvEvidence`]): the index
 //! marks what answers showed each worker holding; a shortfall on a marked prefix is an
@@ -347,12 +344,6 @@ impl Feedback {
             .map(|(depth, hash)| {
                 // the worker holds this whole prompt now
                 tree.answered(model, exp.worker, depth, hash);
-                if v != Verdict::Shortfall {
-                    // and has just used it (its blocks age from now in the engine): so does
-                    // the index, whose ageing then follows the engine's least recently used
-                    // order (a shortfall's path is left as its insert stamped it, session 8)
-                    tree.touch_held(model, exp.worker, depth, hash, depth);
-                }
                 Anchor {
                     model,
                     depth: u32::try_from(depth).unwrap_or(u32::MAX),

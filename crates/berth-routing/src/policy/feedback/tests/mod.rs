@@ -394,5 +394,4 @@ fn a_pinned_session_is_compared_with_its_previous_answer() {
 }
 
 mod kv;
-mod read;
 mod unread;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Summarises the rows of scripts/bench-feedback.sh (issue #17): for each setting, policy and
-arm, the mean and min-max over runs of cached share, TTFT p99 and the index's mean absolute
+arm, the mean and [min, max] over runs of cached share, TTFT p99 and the index's mean absolute
 error of predicted cached tokens; then, per setting and policy, each arm's paired differences
-against REF (the run of the same seed), as mean and min-max over seeds, and how many seeds the
+against REF (the run of the same seed), as mean and [min, max] over seeds, and how many seeds the
 arm was ahead on cached share.
 
 Usage: bench-feedback-pairs.py ROWS_FILE [REF_ARM (off)]"""
@@ -27,7 +27,7 @@ def stat(xs, fmt):
     xs = [x for x in xs if x is not None]
     if not xs:
         return "-"
-    return f"{fmt(sum(xs) / len(xs))} ({fmt(min(xs))}-{fmt(max(xs))})"
+    return f"{fmt(sum(xs) / len(xs))} [{fmt(min(xs))}, {fmt(max(xs))}]"
 
 
 f3 = lambda x: f"{x:.3f}"

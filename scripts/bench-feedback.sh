@@ -6,12 +6,17 @@
 # prompts of SYSW words, 3±2 turns, 2 sub-agents extending their parent, streaming chat), all on
 # loopback. `measure` routes exactly as `off` but counts the index's prediction error, so
 # measure vs on is feedback off vs on with the index's accuracy known for both.
-# Prints one row per run: cached share, TTFT p50/p99, and from the gateway's metrics the index's
-# mean absolute error of predicted cached tokens (source="index"), answers compared, shortfalls,
-# corrections. Bounded by ROOTS per run.
+# Prints one row per run: the policy and arm, cached share, TTFT p50/p99, and from the gateway's
+# metrics the index's mean absolute error of predicted cached tokens (source="index"), answers
+# compared, shortfalls, corrections. Bounded by ROOTS per run. Within one setting and seed every
+# policy and arm runs back to back (interleaved), so arms are paired by seed
+# (scripts/bench-feedback-pairs.py summarises the rows: mean, min-max, paired differences).
 #
 # Usage: scripts/bench-feedback.sh
-#   env: POLICY (ttft_aware) ROUTING (smg_routing_key) MODES ("measure on"; "off" too) RUNS (3)
+#   env: POLICY (ttft_aware; POLICIES, space-separated, runs several) ROUTING (smg_routing_key)
+#        MODES ("measure on"; "off" too) RUNS (3)
+#        ARMS (MODES when unset): space-separated arms, each MODE or LABEL:MODE, where LABEL
+#        names another binary in BIN_<LABEL> (e.g. ARMS="off on s9:on" BIN_s9=/work/berth-s9)
 #        FIRST_SEED (1: run n uses bench seed FIRST_SEED + n - 1)
 #        SETTINGS ("demo pressure"): demo = KV 6144, 30 roots at 4/s (the demo's agentic set);
 #        pressure = KV 3072, 60 roots at 6/s (prefill near saturation: a run that loses cache
@@ -36,8 +41,10 @@ BERTH=${BIN:-$ROOT/target/release/berth}
 BASE=${BASE_PORT:-25000}
 OUT=${OUT:-/tmp/berth-feedback}
 POLICY=${POLICY:-ttft_aware}
+POLICIES=${POLICIES:-$POLICY}
 ROUTING=${ROUTING:-smg_routing_key}
 MODES=${MODES:-"measure on"}
+ARMS=${ARMS:-$MODES}
 RUNS=${RUNS:-3}
 SETTINGS=${SETTINGS:-"demo pressure"}
 # shellcheck source=scripts/bench-lib.sh
@@ -50,8 +57,8 @@ metric_sum() { # metrics-file name-prefix: sum of the samples whose line starts 
     awk -v p="$2" 'index($0, p) == 1 { s += $NF } END { printf "%.0f", s }' "$1"
 }
 
-printf '%-9s %-8s %3s %6s %7s %9s %9s %9s %8s %10s %11s\n' setting mode run ok cached \
-    ttft_p50 ttft_p99 mae_tok compared shortfall corrections
+printf '%-9s %-12s %-10s %3s %6s %7s %9s %9s %9s %8s %10s %11s\n' setting policy arm run ok \
+    cached ttft_p50 ttft_p99 mae_tok compared shortfall corrections
 for setting in $SETTINGS; do
     PREFILL=2000 TS=0.2 DELAY=200
     case $setting in
@@ -63,11 +70,18 @@ for setting in $SETTINGS; do
         *) echo "unknown setting $setting" >&2; exit 1 ;;
     esac
     for run in $(seq "${FIRST_SEED:-1}" $((${FIRST_SEED:-1} + RUNS - 1))); do
-        for mode in $MODES; do
+        for policy in $POLICIES; do
+        for arm in $ARMS; do
+            mode=${arm##*:}
+            bin=$BERTH
+            if [ "$arm" != "$mode" ]; then
+                var="BIN_${arm%%:*}"
+                bin=${!var:?"$var unset (arm $arm)"}
+            fi
             PIDS=()
             URLS=()
             for i in 1 2 3 4; do
-                "$BERTH" sim-worker --host 127.0.0.1 --port $((BASE + i)) --model sim-model \
+                "$bin" sim-worker --host 127.0.0.1 --port $((BASE + i)) --model sim-model \
                     --kv-capacity-tokens "$KV" --prefill-tokens-per-sec "$PREFILL" --time-scale "$TS" \
                     >"$OUT/sim-$i.log" 2>&1 &
                 PIDS+=($!)
@@ -76,16 +90,16 @@ for setting in $SETTINGS; do
             for u in "${URLS[@]}"; do wait_http "$u/health"; done
             seed_args=(--routing-seed "${ROUTING_SEED:-$run}")
             [ "${ROUTING_SEED:-}" != clock ] || seed_args=()
-            "$BERTH" serve --host 127.0.0.1 --port "$BASE" --worker-urls "${URLS[@]}" \
-                --policy "$POLICY" --cache-feedback "$mode" --prometheus-host 127.0.0.1 \
+            "$bin" serve --host 127.0.0.1 --port "$BASE" --worker-urls "${URLS[@]}" \
+                --policy "$policy" --cache-feedback "$mode" --prometheus-host 127.0.0.1 \
                 --prometheus-port $((BASE + 9)) --log-level "${LOG_LEVEL:-warn}" "${seed_args[@]}" \
                 ${GATEWAY_ARGS:-} \
                 >"$OUT/gateway.log" 2>&1 &
             PIDS+=($!)
             wait_http "http://127.0.0.1:$BASE/readiness"
-            art="$OUT/$setting-$mode-$run"
+            art="$OUT/$setting-$policy-${arm/:/-}-$run"
             rm -rf "$art"
-            "$BERTH" bench --url "http://127.0.0.1:$BASE" --session-routing "$ROUTING" \
+            "$bin" bench --url "http://127.0.0.1:$BASE" --session-routing "$ROUTING" \
                 --num-sessions "$ROOTS" --concurrency 1000 --request-rate "$RATE" \
                 --arrival-pattern poisson --num-system-prompts "${NPROMPTS:-4}" \
                 --shared-system-prompt-length "${SYSW:-1500}" --session-turns-mean 3 \
@@ -93,7 +107,7 @@ for setting in $SETTINGS; do
                 --session-turn-delay-stddev $((DELAY / 2)) --synthetic-input-tokens-mean 120 \
                 --synthetic-input-tokens-stddev 60 --output-tokens-mean 40 \
                 --output-tokens-stddev 13 --agent-fanout 2 --agent-depth 1 \
-                --agent-context parent --random-seed "$run" --expected-workers 4 \
+                --agent-context parent --random-seed "$run" --expected-workers 4 --allow-failed-requests \
                 --endpoint-type chat --streaming --quiet --artifact-dir "$art" >/dev/null
             curl -s "http://127.0.0.1:$((BASE + 9))/metrics" >"$art/gateway-metrics.txt"
             kill_pids
@@ -101,16 +115,16 @@ for setting in $SETTINGS; do
             csv=$(ls "$art"/*.csv | head -1)
             get() { awk -F, -v m="$1" '$2 == m { print $3 }' "$csv" | head -1; }
             m="$art/gateway-metrics.txt"
-            # the index's error only (source="index")
             # the index's error only (source="index"); `off` has no such samples
             esum=$(awk '/^berth_cached_tokens_prediction_error_sum\{/ && /source="index"/ { s += $NF } END { printf "%.0f", s }' "$m")
             ecount=$(awk '/^berth_cached_tokens_prediction_error_count\{/ && /source="index"/ { s += $NF } END { printf "%.0f", s }' "$m")
             mae=$(awk -v s="$esum" -v c="$ecount" 'BEGIN { if (c > 0) printf "%.0f", s / c; else print "-" }')
             short=$(awk '/^berth_cached_tokens_reports_total\{/ && /verdict="shortfall"/ { s += $NF } END { printf "%.0f", s }' "$m")
             corr=$(metric_sum "$m" 'berth_prefix_index_corrections_total{')
-            printf '%-9s %-8s %3s %6s %7.3f %9.1f %9.1f %9s %8s %10s %11s\n' "$setting" "$mode" \
-                "$run" "$(get ok)" "$(get cached_ratio)" "$(get ttft_ms_p50)" \
+            printf '%-9s %-12s %-10s %3s %6s %7.3f %9.1f %9.1f %9s %8s %10s %11s\n' "$setting" \
+                "$policy" "$arm" "$run" "$(get ok)" "$(get cached_ratio)" "$(get ttft_ms_p50)" \
                 "$(get ttft_ms_p99)" "$mae" "$ecount" "$short" "$corr"
+        done
         done
     done
 done

@@ -12,6 +12,7 @@
 # The first entry is the baseline. Without CONFIGS, each of POLICIES is its own entry.
 # BIN_<LABEL> runs that entry with another berth binary (e.g. an older build), so two versions
 # are compared in one run: BIN_before=/path/to/old/berth CONFIGS="before=manual after=manual".
+# BIN replaces target/release/berth for every other entry (nothing is built then).
 #
 # Needs: wrk (apt-get install wrk).
 # Usage: scripts/bench-policy-cpu.sh [DURATION] [CONNS]
@@ -29,7 +30,7 @@ ROUNDS=${ROUNDS:-3}
 BASE=${BASE_PORT:-18100}
 OUT=${OUT:-/tmp/berth-policy-bench}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BERTH=$ROOT/target/release/berth
+BERTH=${BIN:-$ROOT/target/release/berth}
 HZ=$(getconf CLK_TCK)
 # shellcheck source=scripts/bench-lib.sh
 . "$ROOT/scripts/bench-lib.sh"
@@ -37,7 +38,7 @@ HZ=$(getconf CLK_TCK)
 mkdir -p "$OUT"
 trap kill_pids EXIT
 command -v wrk >/dev/null || { echo "wrk not found (apt-get install wrk)"; exit 1; }
-(cd "$ROOT" && cargo build --release -q -p berth)
+[ -n "${BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p berth)
 
 W1=$((BASE + 1)); W2=$((BASE + 2))
 for p in $W1 $W2; do

@@ -63,134 +63,12 @@ pub(crate) fn header_spans<'a>(
 pub(crate) struct Fields {
     head: Bytes,
     spans: Vec<Span>,
-    /// Where the first field of each [`Known`] name is ([`NOT_THERE`]: none), once
-    /// [`Fields::index_known`] found them; `None` before, and after a field is removed.
-    known: Option<[u8; Known::COUNT]>,
-}
-
-/// In [`Fields`]' index: no field of that name.
-const NOT_THERE: u8 = u8::MAX;
-
-/// Where the first field of each [`Known`] name lies, gathered field by field
-/// ([`Fields::set_known`]).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct KnownAt {
-    at: [u8; Known::COUNT],
-    /// A known name at a position the index cannot hold (past 254): no index.
-    lost: bool,
-}
-
-impl Default for KnownAt {
-    fn default() -> Self {
-        Self {
-            at: [NOT_THERE; Known::COUNT],
-            lost: false,
-        }
-    }
-}
-
-impl KnownAt {
-    /// Notes that field `i` is named `known` (kept when it is the first of that name).
-    #[inline]
-    pub(crate) fn saw(&mut self, known: Known, i: usize) {
-        if let Some(slot) = self.at.get_mut(known as usize)
-            && *slot == NOT_THERE
-        {
-            match u8::try_from(i) {
-                Ok(i) if i != NOT_THERE => *slot = i,
-                _ => self.lost = true,
-            }
-        }
-    }
-}
-
-/// The request header names the request path reads (each about once or twice per request):
-/// found in one pass when the head is read ([`Fields::index_known`]) instead of one scan of the
-/// fields per look-up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Known {
-    ContentLength,
-    Connection,
-    RoutingTokens,
-    RoutingKey,
-    Authorization,
-}
-
-impl Known {
-    const COUNT: usize = 5;
-    #[cfg(test)]
-    const ALL: [Self; Self::COUNT] = [
-        Self::ContentLength,
-        Self::Connection,
-        Self::RoutingTokens,
-        Self::RoutingKey,
-        Self::Authorization,
-    ];
-
-    /// The name, lowercased.
-    pub(crate) const fn name(self) -> &'static str {
-        match self {
-            Self::ContentLength => "content-length",
-            Self::Connection => "connection",
-            Self::RoutingTokens => "x-smg-routing-tokens",
-            Self::RoutingKey => "x-smg-routing-key",
-            Self::Authorization => "authorization",
-        }
-    }
-
-    /// The known name `name` (as sent, any case) is, if any: by length first (the five
-    /// lengths differ), then one comparison.
-    #[inline]
-    pub(crate) fn of(name: &[u8]) -> Option<Self> {
-        let known = match name.len() {
-            14 => Self::ContentLength,
-            10 => Self::Connection,
-            20 => Self::RoutingTokens,
-            17 => Self::RoutingKey,
-            13 => Self::Authorization,
-            _ => return None,
-        };
-        same_name(name, known.name()).then_some(known)
-    }
 }
 
 impl Fields {
     /// The fields of `head` that lie at `spans`.
     pub(crate) fn new(head: Bytes, spans: Vec<Span>) -> Self {
-        Self {
-            head,
-            spans,
-            known: None,
-        }
-    }
-
-    /// Takes `at` as the fields' index of [`Known`] names (gathered in the head reader's one
-    /// pass over the fields, which reads the framing fields too), for [`Fields::known`].
-    pub(crate) fn set_known(&mut self, at: KnownAt) {
-        self.known = (!at.lost).then_some(at.at);
-    }
-
-    /// Finds the first field of each [`Known`] name, in a pass of its own.
-    #[cfg(test)]
-    pub(crate) fn index_known(&mut self) {
-        let mut at = KnownAt::default();
-        for (i, (name, _)) in self.iter().enumerate() {
-            if let Some(known) = Known::of(name) {
-                at.saw(known, i);
-            }
-        }
-        self.set_known(at);
-    }
-
-    /// The first value of the field `known` names: [`Fields::first`]'s answer, from the index
-    /// when the fields have one.
-    #[inline]
-    pub(crate) fn known(&self, known: Known) -> Option<&[u8]> {
-        let Some(at) = self.known else {
-            return self.first(known.name());
-        };
-        let &[_, _, vs, ve] = self.spans.get(usize::from(at[known as usize]))?;
-        self.head.get(vs..ve)
+        Self { head, spans }
     }
 
     /// The fields in order: name (as sent) and value.
@@ -289,7 +167,6 @@ impl Fields {
     pub(crate) fn remove(&mut self, i: usize) {
         if i < self.spans.len() {
             self.spans.remove(i);
-            self.known = None;
         }
     }
 
@@ -298,18 +175,12 @@ impl Fields {
         let head = &self.head;
         self.spans
             .retain(|&[ns, ne, vs, ve]| keep(&head[ns..ne], &head[vs..ve]));
-        self.known = None;
     }
 }
 
 /// What tests read (the request path needs none of it).
 #[cfg(test)]
 impl Fields {
-    /// Whether the fields have an index of [`Known`] names.
-    pub(crate) fn is_indexed(&self) -> bool {
-        self.known.is_some()
-    }
-
     /// How many fields there are.
     pub(crate) fn len(&self) -> usize {
         self.spans.len()
@@ -413,7 +284,7 @@ pub(crate) fn same_name(name: &[u8], lowercase_name: &str) -> bool {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     fn fields(raw: &'static [u8], headers: &[(usize, usize, usize, usize)]) -> Fields {
@@ -451,83 +322,6 @@ pub(crate) mod tests {
         };
         let spans = header_spans(raw, found).collect();
         Fields::new(Bytes::from_static(raw), spans)
-    }
-
-    /// Heads with each known name: first of two, in any case, near names, absent.
-    pub(crate) const KNOWN_HEADS: [&[u8]; 5] = [
-            b"Host: a\r\nContent-Length: 3\r\nX-SMG-Routing-Key: k1\r\nx-smg-routing-key: k2\r\n\r\n",
-            b"CONNECTION: close\r\nconnection: te\r\nX-Smg-Routing-Tokens: 1,2\r\nAuthorization: b\r\n\r\n",
-            b"content-lengtH: 5\r\nContent-Length: 6\r\nx-smg-routing-kez: no\r\nConnectionx: no\r\n\r\n",
-            b"Content-Type: a\r\nX-SMG-Routing-Keys: no\r\nauthorizatioN:  \r\n\r\n",
-            b"\r\n",
-        ];
-
-    #[test]
-    fn known_names_answer_as_first_does_indexed_or_not() {
-        let heads = KNOWN_HEADS;
-        let mut seen = 0;
-        for raw in heads {
-            let plain = parsed(raw);
-            let mut indexed = parsed(raw);
-            indexed.index_known();
-            assert!(indexed.known.is_some() && plain.known.is_none());
-            for k in Known::ALL {
-                let want = plain.first(k.name());
-                seen += usize::from(want.is_some());
-                assert_eq!(indexed.known(k), want, "{k:?} in {raw:?}");
-                assert_eq!(plain.known(k), want, "{k:?} in {raw:?}");
-            }
-            // a removed field takes the index with it: look-ups scan again
-            indexed.remove(0);
-            let mut plain = parsed(raw);
-            plain.remove(0);
-            for k in Known::ALL {
-                assert_eq!(indexed.known(k), plain.first(k.name()), "{k:?} in {raw:?}");
-            }
-            indexed.index_known();
-            indexed.retain(|name, _| Known::of(name) != Some(Known::RoutingKey));
-            assert_eq!(indexed.known(Known::RoutingKey), None);
-        }
-        assert_eq!(seen, 7, "the heads have values of each name");
-        assert_eq!(
-            parsed(heads[0]).first("x-smg-routing-key"),
-            Some(&b"k1"[..])
-        );
-        assert_eq!(parsed(heads[2]).first("content-length"), Some(&b"5"[..]));
-    }
-
-    #[test]
-    fn a_known_name_past_the_index_leaves_the_fields_unindexed() {
-        let mut at = KnownAt::default();
-        at.saw(Known::Connection, 3);
-        at.saw(Known::Connection, 1);
-        at.saw(Known::RoutingKey, 254);
-        assert_eq!(at.at[Known::Connection as usize], 3, "the first kept");
-        assert!(!at.lost);
-        at.saw(Known::RoutingKey, 255);
-        at.saw(Known::ContentLength, 300);
-        assert!(at.lost);
-        let mut f = parsed(b"Connection: close\r\n\r\n");
-        f.set_known(at);
-        assert!(f.known.is_none());
-        assert_eq!(f.known(Known::Connection), Some(&b"close"[..]), "scanned");
-    }
-
-    #[test]
-    fn only_the_five_names_are_known_in_any_case() {
-        for k in Known::ALL {
-            assert_eq!(Known::of(k.name().as_bytes()), Some(k));
-            assert_eq!(Known::of(k.name().to_ascii_uppercase().as_bytes()), Some(k));
-        }
-        for name in [
-            "host",
-            "content-type",
-            "transfer-encoding",
-            "x-smg-routing-kez",
-            "",
-        ] {
-            assert_eq!(Known::of(name.as_bytes()), None, "{name}");
-        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use http::{Method, Request, Response, Version};
 use crate::admin::{self, authorized};
 use crate::admission;
 use crate::error::{GatewayError, SseStyle};
-use crate::fields::{Fields, Known, Target};
+use crate::fields::{Fields, Target};
 use crate::proxy::{self, Body, ClientHead, Endpoint};
 use crate::request_body::ClientBody;
 use crate::request_id;
@@ -118,7 +118,7 @@ fn route(io: &IoCtx, req: Req) -> Route {
     }
     // (the header is looked for only when a key is set)
     if let Some(key) = state.config.api_key.as_ref()
-        && !authorized(fields.known(Known::Authorization), Some(key))
+        && !authorized(fields.first("authorization"), Some(key))
     {
         return Route::Answered(GatewayError::Unauthorized.to_response());
     }

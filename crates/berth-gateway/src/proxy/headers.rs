@@ -7,7 +7,7 @@
 
 use http::HeaderName;
 
-use crate::fields::{Fields, Known, same_name};
+use crate::fields::{Fields, same_name};
 use crate::routing::HeaderSource;
 
 /// The placement hint header, consumed by the gateway.
@@ -95,11 +95,7 @@ fn hop_by_hop(name: &[u8]) -> bool {
 /// found by comparing the request's few names (no map is built or hashed).
 impl HeaderSource for Fields {
     fn first_value(&self, lowercase_name: &str) -> Option<&[u8]> {
-        // the routing key's header (SMG's, the one most requests carry) from the index
-        match Known::of(lowercase_name.as_bytes()) {
-            Some(known) => self.known(known),
-            None => self.first(lowercase_name),
-        }
+        self.first(lowercase_name)
     }
 }
 

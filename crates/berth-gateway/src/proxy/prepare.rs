@@ -9,11 +9,12 @@
 use std::sync::Arc;
 
 use super::Endpoint;
+use super::headers::ROUTING_TOKENS;
 use super::held::{ClientHead, Held};
 use super::inspect::{Inspected, inspect};
 use super::scan_keys;
 use crate::error::GatewayError;
-use crate::fields::{Fields, Known};
+use crate::fields::Fields;
 use crate::metrics::{BodyPathLabels, RequestLabels};
 use crate::model_scan::ModelScan;
 use crate::registry::View;
@@ -75,7 +76,7 @@ pub(crate) async fn prepare(
     let view = state.registry.view();
     let tokens = parts
         .fields
-        .known(Known::RoutingTokens)
+        .first(ROUTING_TOKENS)
         .and_then(parse_routing_tokens);
     let pd = state.pd.as_ref();
     let core_path = match pd {
@@ -272,7 +273,7 @@ fn concat(frames: Vec<bytes::Bytes>) -> bytes::Bytes {
 
 /// The request's `Content-Length` (the head's reader refused an invalid one).
 fn content_length(fields: &Fields) -> Option<u64> {
-    parse_length(fields.known(Known::ContentLength)?)
+    parse_length(fields.first("content-length")?)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::mem::MaybeUninit;
 use bytes::BytesMut;
 use http::{HeaderMap, Method, StatusCode, Version};
 
-use crate::fields::{Fields, Known, KnownAt, Target, header_spans, same_name, take_spans};
+use crate::fields::{Fields, Target, header_spans, same_name, take_spans};
 use crate::upstream::h1::{BodyFraming, FramingHeaders, itoa, parse_length};
 
 /// Headers a request head may have (more: 431).
@@ -81,32 +81,20 @@ pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadErro
 
 /// The request head with target `target` and header fields `fields`.
 fn request_head(
-    mut fields: Fields,
+    fields: Fields,
     target: Target,
     method: Method,
     version: Version,
 ) -> Result<Head, HeadError> {
     let mut framing_headers = FramingHeaders::new(version);
     let mut expect_continue = false;
-    // the names the request path reads, found in this pass
-    let mut known = KnownAt::default();
-    for (i, (name, raw)) in fields.iter().enumerate() {
+    for (name, raw) in fields.iter() {
         let framing = framing_headers.see(name, raw).map_err(bad)?;
-        if framing {
-            // content-length or connection (or transfer-encoding), told apart by length
-            match name.len() {
-                14 => known.saw(Known::ContentLength, i),
-                10 => known.saw(Known::Connection, i),
-                _ => {}
-            }
-        } else if let Some(k) = Known::of(name) {
-            known.saw(k, i);
-        } else if same_name(name, "expect") {
+        if !framing && same_name(name, "expect") {
             expect_continue = version == Version::HTTP_11
                 && raw.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         }
     }
-    fields.set_known(known);
     let FramingHeaders {
         length,
         chunked,
@@ -312,40 +300,3 @@ fn put_date(out: &mut Vec<u8>) {
 
 /// The `100 Continue` an `Expect: 100-continue` request waits for.
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fields::tests::KNOWN_HEADS;
-
-    #[test]
-    fn the_reader_indexes_the_known_names_as_first_finds_them() {
-        let known = [
-            Known::ContentLength,
-            Known::Connection,
-            Known::RoutingTokens,
-            Known::RoutingKey,
-            Known::Authorization,
-        ];
-        let mut found = 0;
-        for raw in KNOWN_HEADS {
-            // (one value per framing field: two different lengths are refused)
-            let mut buf = BytesMut::from(&b"POST / HTTP/1.1\r\n"[..]);
-            buf.extend_from_slice(raw);
-            let head = match parse_request(&mut buf) {
-                Ok(Some(head)) => head,
-                other => {
-                    assert!(matches!(other, Err(HeadError::Bad(_))), "{raw:?}");
-                    continue;
-                }
-            };
-            assert!(head.fields.is_indexed());
-            for k in known {
-                let want = head.fields.first(k.name());
-                found += usize::from(want.is_some());
-                assert_eq!(head.fields.known(k), want, "{k:?} in {raw:?}");
-            }
-        }
-        assert_eq!(found, 6, "the heads read have values of each name");
-    }
-}

@@ -5,7 +5,7 @@ use bytes::{Buf, BytesMut};
 use http::{HeaderValue, Method, StatusCode, Version};
 
 use super::H1Error;
-use crate::fields::{Fields, Known, header_spans, same_name, take_spans};
+use crate::fields::{Fields, header_spans, same_name, take_spans};
 
 /// Headers a response head may have (httparse's table; more is an error).
 const MAX_HEADERS: usize = 100;
@@ -64,7 +64,7 @@ pub(crate) fn write_request_head(
     if let Some(host) = head.host {
         put_header(out, b"host", host.as_bytes());
     }
-    let listing = head.headers.known(Known::Connection).is_some();
+    let listing = head.headers.first("connection").is_some();
     let mut framing = head.length.map(ReqFraming::Length);
     let mut refused = None;
     head.headers.write_kept(out, |name, value| {

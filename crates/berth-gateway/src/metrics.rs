@@ -13,7 +13,7 @@ mod hot;
 mod index;
 mod load;
 
-use hot::HotFamily;
+use hot::{HotFamily, HotLabels, same_str};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -75,6 +75,20 @@ pub(crate) struct RequestLabels {
     pub(crate) endpoint: &'static str,
     pub(crate) streaming: &'static str,
 }
+impl HotLabels for BodyPathLabels {
+    fn same(&self, other: &Self) -> bool {
+        same_str(self.path, other.path) && same_str(self.reason, other.reason)
+    }
+}
+
+impl HotLabels for RequestLabels {
+    fn same(&self, other: &Self) -> bool {
+        same_str(&self.model, &other.model)
+            && same_str(self.endpoint, other.endpoint)
+            && same_str(self.streaming, other.streaming)
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ResponseLabels {
     pub(crate) status_code: u16,

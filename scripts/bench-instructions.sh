@@ -15,13 +15,15 @@
 #
 # Needs: valgrind, nginx, wrk (apt-get install valgrind nginx wrk).
 # Usage: scripts/bench-instructions.sh [DURATION]
-#   BIN_before=/path/to/old/berth KEYS=1000 WORDS=10 BASE_PORT=18400 NGINX=1
+#   BIN_before=/path/to/old/berth KEYS=1000 WORDS=10 BASE_PORT=18400 NGINX=1 POLICY=manual
 set -euo pipefail
 
 DURATION=${1:-6}
 KEYS=${KEYS:-1000}
 WORDS=${WORDS:-10}
 BASE=${BASE_PORT:-18400}
+# the berth proxies' policy and its flags, word-split (e.g. "cache_aware --routing-key-override")
+POLICY=${POLICY:-manual}
 OUT=${OUT:-/tmp/berth-instructions}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BERTH=$ROOT/target/release/berth
@@ -59,7 +61,7 @@ for var in $labels; do
         *) if [ "$var" = after ]; then label=after; bin=$BERTH; else label=${var#BIN_}; bin=${!var}; fi
             port=$((BASE + 20 + i)); i=$((i + 1))
             # shellcheck disable=SC2206
-            cmd=("$bin" serve --host 127.0.0.1 --port "$port" --worker-urls $urls --policy manual
+            cmd=("$bin" serve --host 127.0.0.1 --port "$port" --worker-urls $urls --policy $POLICY
                 --io-threads 1 --log-level warn)
             ready=http://127.0.0.1:$port/readiness ;;
     esac

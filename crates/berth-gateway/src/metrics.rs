@@ -75,17 +75,26 @@ pub(crate) struct RequestLabels {
     pub(crate) endpoint: &'static str,
     pub(crate) streaming: &'static str,
 }
+
+// (the label sets are taken apart whole: a member added to one must be compared here too, or
+// its `same` would answer `true` where `==` answers `false`)
 impl HotLabels for BodyPathLabels {
     fn same(&self, other: &Self) -> bool {
-        same_str(self.path, other.path) && same_str(self.reason, other.reason)
+        let Self { path, reason } = self;
+        same_str(path, other.path) && same_str(reason, other.reason)
     }
 }
 
 impl HotLabels for RequestLabels {
     fn same(&self, other: &Self) -> bool {
-        same_str(&self.model, &other.model)
-            && same_str(self.endpoint, other.endpoint)
-            && same_str(self.streaming, other.streaming)
+        let Self {
+            model,
+            endpoint,
+            streaming,
+        } = self;
+        same_str(model, &other.model)
+            && same_str(endpoint, other.endpoint)
+            && same_str(streaming, other.streaming)
     }
 }
 

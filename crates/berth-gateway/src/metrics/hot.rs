@@ -58,11 +58,14 @@ where
 
     /// Adds one to the series of `labels`.
     pub(crate) fn inc(&self, labels: L) {
-        if let Some((first, counter)) = self.first.get()
-            && first.same(&labels)
-        {
-            counter.inc();
-            return;
+        if let Some((first, counter)) = self.first.get() {
+            let same = first.same(&labels);
+            // (every test that counts checks that the shortcut answers as `==` does)
+            debug_assert_eq!(same, *first == labels, "HotLabels::same disagrees with ==");
+            if same {
+                counter.inc();
+                return;
+            }
         }
         let counter = self.family.get_or_create(&labels).clone();
         counter.inc();

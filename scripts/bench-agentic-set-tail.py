@@ -69,10 +69,12 @@ for d in sys.argv[1:]:
     for r in recs:
         p = prev_prompt.get(r["session_id"])
         cached = r["prompt_tokens"] - r["unc"]
+        # (the tokens a lost history re-prefilled: its previous prompt that is not cached)
+        r["lost"] = p - cached if p is not None and p - cached > 0.1 * p else 0
         if r["turn_index"] == 0:
             r["kind"] = "copy" if r["unc"] > 1500 else "new"
         else:
-            r["kind"] = "lost" if p is not None and p - cached > 0.1 * p else "turn"
+            r["kind"] = "lost" if r["lost"] else "turn"
         prev_prompt[r["session_id"]] = r["prompt_tokens"]
     top = sorted(recs, key=lambda r: -r["ttft_ms"])[: max(1, round(len(recs) * 0.02))]
     print("   start_ms ttft_ms worker depth turn prompt cached uncached  kind | ahead_tokens ahead_requests | ahead uncached by kind: copy new lost turn")
@@ -90,18 +92,16 @@ for d in sys.argv[1:]:
     print("  the slowest 2%'s uncached tokens, their own and ahead of them by kind: " + ", ".join(f"{k} {behind[k]} ({behind[k] / total:.0%})" for k in ("own",) + kinds))
     # continuing turns that found less than 90% of their session's previous prompt cached
     # (their history evicted), per worker, and the tokens that lost
-    prev, lost, lost_tokens, slow = {}, collections.Counter(), collections.Counter(), set(map(id, top))
+    # (as classified above, `r["lost"]`)
+    lost, lost_tokens, slow = collections.Counter(), collections.Counter(), set(map(id, top))
     lost_slow = 0
     for r in recs:
-        p = prev.get(r["session_id"])
-        cached = r["prompt_tokens"] - r["unc"]
-        if p is not None and p - cached > 0.1 * p:
+        if r["lost"]:
             lost[w(r)] += 1
-            lost_tokens[w(r)] += p - cached
+            lost_tokens[w(r)] += r["lost"]
             lost_slow += id(r) in slow
-        prev[r["session_id"]] = r["prompt_tokens"]
     print(f"  continuing turns that lost history (cached < 90% of the previous prompt), per worker: {dict(sorted(lost.items()))}, tokens {dict(sorted(lost_tokens.items()))}; among the slowest 2%: {lost_slow}")
-    copies = collections.Counter(w(r) for r in recs if r["turn_index"] == 0 and r["unc"] > 1500)
+    copies = collections.Counter(w(r) for r in recs if r["kind"] == "copy")
     print(f"  first turns copying a system prompt, per worker: {dict(sorted(copies.items()))}")
     unc = {k: b[1] for k, b in by.items()}
     busy, calm = max(unc, key=unc.get), min(unc, key=unc.get)

@@ -76,7 +76,12 @@ pub(crate) async fn serve<R, W>(
     let wire: SharedWire = read.clone();
     let mut out = Writer::new(w);
     let header_timeout = io.state.config.header_read_timeout.zip(timer);
-    let mut stopping = *stop.borrow();
+    // the stop flag read through a second receiver: `stop` itself is borrowed for the
+    // connection's life by its one wait for the change (a wait made and dropped for every
+    // head registered and unregistered itself with the watch's list each time)
+    let flag = stop.clone();
+    let mut stopping = *flag.borrow();
+    let mut changed = pin!(stop.changed());
     // one header-timeout sleep for the connection's life, re-armed for each head
     let mut sleep: Option<Pin<Box<dyn Sleep>>> = None;
     loop {
@@ -86,7 +91,6 @@ pub(crate) async fn serve<R, W>(
         // the head, within the header timeout; an idle connection closes when the gateway stops
         let head = {
             let mut armed = false;
-            let mut changed = pin!(stop.changed());
             poll_fn(|cx| {
                 let mut r = lock(&read);
                 if let Poll::Ready(h) = r.poll_head(cx) {
@@ -163,7 +167,7 @@ pub(crate) async fn serve<R, W>(
             .await
         };
         let Some(resp) = resp else { break };
-        stopping |= *stop.borrow();
+        stopping |= *flag.borrow();
 
         // the response
         let (parts, mut body) = resp.into_parts();

@@ -197,7 +197,7 @@ pub(crate) async fn prepare(
         // whole past the lookahead stays in its frames (each owns its budget bytes) and can
         // still be re-sent on a retry.
         let held = if ended && ahead.len <= LOOKAHEAD_LIMIT {
-            Held::Buffered(concat(ahead.prefix))
+            Held::Buffered(ahead.prefix.concat())
         } else {
             let capture = if ended && capture > 0 {
                 capture.max(ahead.len)
@@ -272,14 +272,6 @@ fn known_model<'k>(known: &'k [Arc<str>], model: &str) -> Option<&'k Arc<str>> {
         .binary_search_by(|k| (**k).cmp(model))
         .ok()
         .and_then(|i| known.get(i))
-}
-
-/// The frames as one buffer (no copy for a single frame).
-fn concat(frames: Vec<bytes::Bytes>) -> bytes::Bytes {
-    match <[bytes::Bytes; 1]>::try_from(frames) {
-        Ok([one]) => one,
-        Err(frames) => frames.concat().into(),
-    }
 }
 
 /// The request's `Content-Length` (the head's reader refused an invalid one).

@@ -38,7 +38,7 @@ mod tests;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::Poll;
+use std::task::{Poll, Waker};
 
 use http::{Method, Response, StatusCode};
 use http_body::Body as _;
@@ -82,6 +82,11 @@ pub(crate) async fn serve<R, W>(
     let flag = stop.clone();
     let mut stopping = *flag.borrow();
     let mut changed = pin!(stop.changed());
+    // The waker the wait was last polled with: it stays registered with it (the task's own
+    // waker, the same for every head), so it is polled again only for another waker; in
+    // between, whether the stop came is read off the flag: a new value or a sender gone, as
+    // the wait itself would end.
+    let mut registered: Option<Waker> = None;
     // one header-timeout sleep for the connection's life, re-armed for each head
     let mut sleep: Option<Pin<Box<dyn Sleep>>> = None;
     loop {
@@ -96,8 +101,13 @@ pub(crate) async fn serve<R, W>(
                 if let Poll::Ready(h) = r.poll_head(cx) {
                     return Poll::Ready(h.map(Some));
                 }
-                if !stopping && changed.as_mut().poll(cx).is_ready() {
-                    stopping = true;
+                if !stopping {
+                    if flag.has_changed().unwrap_or(true) {
+                        stopping = true;
+                    } else if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        registered = Some(cx.waker().clone());
+                        stopping = changed.as_mut().poll(cx).is_ready();
+                    }
                 }
                 if stopping && r.idle() {
                     return Poll::Ready(Ok(None));

@@ -90,6 +90,29 @@ pub struct KeyConfig {
     override_on: bool,
     header_names: Vec<String>,
     sources: Vec<Source>,
+    /// What the request path asks of `sources` per request, found once when they are set.
+    kinds: SourceKinds,
+}
+
+/// Which kinds of source a list holds (read from it once, not searched per request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SourceKinds {
+    /// A body source.
+    body: bool,
+    /// `nvext_session_id`.
+    nvext_session_id: bool,
+    /// `previous_response_id`.
+    previous_response_id: bool,
+}
+
+impl SourceKinds {
+    fn of(sources: &[Source]) -> Self {
+        Self {
+            body: sources.iter().any(Source::in_body),
+            nvext_session_id: sources.contains(&Source::NvextSessionId),
+            previous_response_id: sources.contains(&Source::PreviousResponseId),
+        }
+    }
 }
 
 impl KeyConfig {
@@ -109,15 +132,18 @@ impl KeyConfig {
                 names.push(lower);
             }
         }
+        let sources = vec![Source::Rid, Source::RoutingKeyHeaders];
         Ok(Self {
             override_on,
             header_names: names,
-            sources: vec![Source::Rid, Source::RoutingKeyHeaders],
+            kinds: SourceKinds::of(&sources),
+            sources,
         })
     }
 
     /// The same headers and override with the ordered `--routing-key-sources` list.
     pub fn with_sources(mut self, sources: Vec<Source>) -> Self {
+        self.kinds = SourceKinds::of(&sources);
         self.sources = sources;
         self
     }
@@ -127,11 +153,21 @@ impl KeyConfig {
         &self.sources
     }
 
+    /// Whether `nvext_session_id` is one of the sources.
+    pub fn has_nvext_session_id(&self) -> bool {
+        self.kinds.nvext_session_id
+    }
+
+    /// Whether `previous_response_id` is one of the sources.
+    pub fn has_previous_response_id(&self) -> bool {
+        self.kinds.previous_response_id
+    }
+
     /// Whether the body must be read to find this request's key: a body source comes before
     /// any header source that has a valid value. Zero body cost when every body source is off
     /// or a header earlier in the list already names the key.
     pub fn needs_body(&self, headers: &dyn HeaderSource) -> bool {
-        if !self.sources.iter().any(Source::in_body) {
+        if !self.kinds.body {
             return false;
         }
         for source in &self.sources {

@@ -88,24 +88,14 @@ impl Router {
     /// Whether Responses chains key requests: keys route them and `previous_response_id` is in
     /// `--routing-key-sources` (the gateway then remembers each response id's key).
     pub fn follows_chains(&self) -> bool {
-        self.uses_keys()
-            && self
-                .cfg
-                .keys
-                .sources()
-                .contains(&crate::key::Source::PreviousResponseId)
+        self.uses_keys() && self.cfg.keys.has_previous_response_id()
     }
 
     /// Whether `nvext.session_control` acts on pins: keys route requests and
     /// `nvext_session_id` is in `--routing-key-sources` (the gateway then watches a streamed
     /// body for it).
     pub fn watches_session_control(&self) -> bool {
-        self.uses_keys()
-            && self
-                .cfg
-                .keys
-                .sources()
-                .contains(&crate::key::Source::NvextSessionId)
+        self.uses_keys() && self.cfg.keys.has_nvext_session_id()
     }
 
     /// Whether the body members a streaming scan has seen settle the request's key (see

@@ -72,7 +72,12 @@ pub(crate) async fn prepare(
     body: ClientBody,
     start: std::time::Instant,
 ) -> Result<Prepared, GatewayError> {
-    let deadline = BodyDeadline::new(state.config.body_timeouts, tokio::time::Instant::now());
+    // (the request's start, taken once the request was admitted: its clock read serves the
+    // body's deadline too)
+    let deadline = BodyDeadline::new(
+        state.config.body_timeouts,
+        tokio::time::Instant::from_std(start),
+    );
     let view = state.registry.view();
     let tokens = parts
         .fields
@@ -175,18 +180,24 @@ pub(crate) async fn prepare(
         // The workers' models are copied only when the check goes on past the lookahead (asked
         // before the scan is moved out of `ahead`: a scan taken leaves a fresh one behind).
         let model_pending = want_model && ahead.scan.found().is_none();
-        let late = LateCheck::new(
-            std::mem::take(&mut ahead.scan),
-            model_pending.then(|| view.models.clone()),
-            nvext.clone(),
-        );
+        // (nothing to watch past the lookahead: the scan is left in place, not moved out and
+        // a fresh one made in its stead, for a check that would find nothing to do)
+        let late = if model_pending || nvext.is_some() {
+            LateCheck::new(
+                std::mem::take(&mut ahead.scan),
+                model_pending.then(|| view.models.clone()),
+                nvext.clone(),
+            )
+        } else {
+            None
+        };
         let ended = late.is_none() && http_body::Body::is_end_stream(&body);
         // The lookahead may already hold the whole body (a small one arrives in one frame):
         // then it is sent as bytes held, with nothing left to stream or watch. A body held
         // whole past the lookahead stays in its frames (each owns its budget bytes) and can
         // still be re-sent on a retry.
         let held = if ended && ahead.len <= LOOKAHEAD_LIMIT {
-            Held::Buffered(concat(ahead.prefix))
+            Held::Buffered(ahead.prefix.concat())
         } else {
             let capture = if ended && capture > 0 {
                 capture.max(ahead.len)
@@ -261,14 +272,6 @@ fn known_model<'k>(known: &'k [Arc<str>], model: &str) -> Option<&'k Arc<str>> {
         .binary_search_by(|k| (**k).cmp(model))
         .ok()
         .and_then(|i| known.get(i))
-}
-
-/// The frames as one buffer (no copy for a single frame).
-fn concat(frames: Vec<bytes::Bytes>) -> bytes::Bytes {
-    match <[bytes::Bytes; 1]>::try_from(frames) {
-        Ok([one]) => one,
-        Err(frames) => frames.concat().into(),
-    }
 }
 
 /// The request's `Content-Length` (the head's reader refused an invalid one).

@@ -57,15 +57,17 @@ pub(super) fn settled(state: &AppState, headers: &Fields, scan: &ModelScan) -> b
 /// What routing reads of a streamed body's first frames: its model, its session control and
 /// (when they settle the key, `scanned`) its key fields.
 pub(super) fn inspected(scan: &ModelScan, model: Option<String>, scanned: bool) -> Inspected {
-    let mut fields = KeyFields::from_scan(scan);
-    let session = fields.session_control().map(Box::new);
     if !scanned {
+        // the scan kept at most `nvext` (`fields`): only it is read
+        let session = scan.kept(Field::Nvext).and_then(session_of).map(Box::new);
         return Inspected {
             model,
             session,
             ..Inspected::default()
         };
     }
+    let mut fields = KeyFields::from_scan(scan);
+    let session = fields.session_control().map(Box::new);
     Inspected {
         model,
         session,

@@ -39,10 +39,59 @@ pub(crate) const CAPTURE_LIMIT: usize = 256 * 1024;
 #[derive(Debug, Default)]
 pub(crate) struct Lookahead {
     /// The frames read, to be sent first.
-    pub(crate) prefix: Vec<Bytes>,
+    pub(crate) prefix: Frames,
     pub(crate) len: usize,
     /// The scan, answered or (past the limit) still running.
     pub(crate) scan: ModelScan,
+}
+
+/// Frames in arrival order. The first is kept inline: most bodies arrive in one frame, and
+/// a list for it was an allocation (and its release) per request.
+#[derive(Debug, Default)]
+pub(crate) struct Frames {
+    first: Option<Bytes>,
+    /// The frames after the first.
+    rest: Vec<Bytes>,
+}
+
+impl Frames {
+    /// Adds the next frame.
+    pub(crate) fn push(&mut self, frame: Bytes) {
+        if self.first.is_none() {
+            self.first = Some(frame);
+        } else {
+            self.rest.push(frame);
+        }
+    }
+
+    /// The frames as a list.
+    pub(crate) fn into_vec(self) -> Vec<Bytes> {
+        let Some(first) = self.first else {
+            return Vec::new();
+        };
+        let mut all = Vec::with_capacity(1 + self.rest.len());
+        all.push(first);
+        all.extend(self.rest);
+        all
+    }
+
+    /// The frames as one buffer (no copy for a single frame).
+    pub(crate) fn concat(self) -> Bytes {
+        match self.first {
+            None => Bytes::new(),
+            Some(first) if self.rest.is_empty() => first,
+            Some(first) => {
+                let mut all = Vec::with_capacity(
+                    first.len() + self.rest.iter().map(Bytes::len).sum::<usize>(),
+                );
+                all.extend_from_slice(&first);
+                for frame in &self.rest {
+                    all.extend_from_slice(frame);
+                }
+                all.into()
+            }
+        }
+    }
 }
 
 /// What a lookahead waits for besides the model: the members that settle the key.
@@ -203,6 +252,32 @@ impl LateCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frames_keep_their_order_as_a_list_and_as_one_buffer() {
+        assert!(Frames::default().into_vec().is_empty());
+        assert!(Frames::default().concat().is_empty());
+        let of = |parts: &[&'static str]| {
+            let mut f = Frames::default();
+            for p in parts {
+                f.push(Bytes::from_static(p.as_bytes()));
+            }
+            f
+        };
+        let one = Bytes::from_static(b"{\"model\":1}");
+        let mut single = Frames::default();
+        single.push(one.clone());
+        // one frame is handed on as it is, not copied
+        assert_eq!(single.concat().as_ptr(), one.as_ptr());
+        for parts in [&["a"][..], &["a", "bc"], &["a", "bc", "", "def"]] {
+            let want: Vec<Bytes> = parts
+                .iter()
+                .map(|p| Bytes::from_static(p.as_bytes()))
+                .collect();
+            assert_eq!(of(parts).into_vec(), want);
+            assert_eq!(of(parts).concat(), Bytes::from(parts.concat()));
+        }
+    }
 
     fn known() -> Option<Vec<Arc<str>>> {
         Some(vec![Arc::from("m")])

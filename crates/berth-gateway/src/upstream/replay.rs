@@ -106,7 +106,7 @@ impl Replayable {
         let now = Instant::now();
         Self(Arc::new(Mutex::new(State {
             source: Some(source),
-            kept: ahead.prefix,
+            kept: ahead.prefix.into_vec(),
             kept_len: ahead.len,
             capture_limit,
             overflow: capture_limit == 0 || ahead.len > capture_limit,

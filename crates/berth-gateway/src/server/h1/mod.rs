@@ -38,7 +38,7 @@ mod tests;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::Poll;
+use std::task::{Poll, Waker};
 
 use http::{Method, Response, StatusCode};
 use http_body::Body as _;
@@ -76,7 +76,17 @@ pub(crate) async fn serve<R, W>(
     let wire: SharedWire = read.clone();
     let mut out = Writer::new(w);
     let header_timeout = io.state.config.header_read_timeout.zip(timer);
-    let mut stopping = *stop.borrow();
+    // the stop flag read through a second receiver: `stop` itself is borrowed for the
+    // connection's life by its one wait for the change (a wait made and dropped for every
+    // head registered and unregistered itself with the watch's list each time)
+    let flag = stop.clone();
+    let mut stopping = *flag.borrow();
+    let mut changed = pin!(stop.changed());
+    // The waker the wait was last polled with: it stays registered with it (the task's own
+    // waker, the same for every head), so it is polled again only for another waker; in
+    // between, whether the stop came is read off the flag: a new value or a sender gone, as
+    // the wait itself would end.
+    let mut registered: Option<Waker> = None;
     // one header-timeout sleep for the connection's life, re-armed for each head
     let mut sleep: Option<Pin<Box<dyn Sleep>>> = None;
     loop {
@@ -86,14 +96,18 @@ pub(crate) async fn serve<R, W>(
         // the head, within the header timeout; an idle connection closes when the gateway stops
         let head = {
             let mut armed = false;
-            let mut changed = pin!(stop.changed());
             poll_fn(|cx| {
                 let mut r = lock(&read);
                 if let Poll::Ready(h) = r.poll_head(cx) {
                     return Poll::Ready(h.map(Some));
                 }
-                if !stopping && changed.as_mut().poll(cx).is_ready() {
-                    stopping = true;
+                if !stopping {
+                    if flag.has_changed().unwrap_or(true) {
+                        stopping = true;
+                    } else if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        registered = Some(cx.waker().clone());
+                        stopping = changed.as_mut().poll(cx).is_ready();
+                    }
                 }
                 if stopping && r.idle() {
                     return Poll::Ready(Ok(None));
@@ -163,7 +177,7 @@ pub(crate) async fn serve<R, W>(
             .await
         };
         let Some(resp) = resp else { break };
-        stopping |= *stop.borrow();
+        stopping |= *flag.borrow();
 
         // the response
         let (parts, mut body) = resp.into_parts();

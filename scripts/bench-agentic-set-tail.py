@@ -6,7 +6,8 @@ worker, depth (0 root, 1 sub-agent), turn, prompt / cached / uncached tokens and
 tokens (and requests) ahead of them on their worker (earlier requests there not yet at their
 first token); the continuing turns that found less than 90% of their session's previous
 prompt cached (history evicted) per worker; the first turns that copied a shared system prompt
-(over 1,500 uncached tokens) per worker. Then a replay through the sim's prefill cost
+(over 1,500 uncached tokens) per worker; the sub-agents whose first turn went to another worker
+than their parent's latest request before it (issue #21 session 12). Then a replay through the sim's prefill cost
 (uncached + 0.05 x cached tokens at PREFILL / TIME_SCALE tokens per second, FIFO per worker,
 the run's own arrival times and each request's measured cached tokens; the sim's base and
 decode steps not counted, and the evictions a different assignment would add or spare not
@@ -103,6 +104,16 @@ for d in sys.argv[1:]:
     print(f"  continuing turns that lost history (cached < 90% of the previous prompt), per worker: {dict(sorted(lost.items()))}, tokens {dict(sorted(lost_tokens.items()))}; among the slowest 2%: {lost_slow}")
     copies = collections.Counter(w(r) for r in recs if r["kind"] == "copy")
     print(f"  first turns copying a system prompt, per worker: {dict(sorted(copies.items()))}")
+    # sub-agents whose first turn went to another worker than their parent's latest request
+    # before it (`parent_id` in the records)
+    latest, subs, off = {}, 0, []
+    for r in recs:
+        if r["depth"] > 0 and r["turn_index"] == 0:
+            subs += 1
+            if latest.get(r["parent_id"]) != w(r):
+                off.append(r)
+        latest[r["session_id"]] = w(r)
+    print(f"  sub-agents off their parent's worker: {len(off)} of {subs}, uncached tokens {sum(r['unc'] for r in off)}")
     unc = {k: b[1] for k, b in by.items()}
     busy, calm = max(unc, key=unc.get), min(unc, key=unc.get)
     start = {}

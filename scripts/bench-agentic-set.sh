@@ -49,4 +49,4 @@ wait_http "http://127.0.0.1:$BASE/readiness"
     --agent-context parent --random-seed "${SEED:-1}" --expected-workers 4 \
     --endpoint-type chat --streaming --quiet --artifact-dir "$OUT/artifacts"
 curl -s "http://127.0.0.1:$((BASE + 9))/metrics" \
-    | grep -E '^(smg_manual_policy_branch_total|berth_worker_ttft)' || true
+    | grep -E '^(smg_manual_policy_branch_total|berth_worker_ttft|berth_worker_overload_total)' || true

@@ -290,7 +290,8 @@ impl Router {
             now,
             rng,
         )?;
-        self.overload.count(&screen, decision.branch);
+        self.overload
+            .count(&screen, decision.branch, decision.worker);
         if req.loads.is_some() {
             // overload protection counts it as queued until its first byte (`worker/load.rs`)
             decision.lease.await_first_byte();

@@ -104,8 +104,11 @@ impl Pinned<'_> {
                 }
             })
         };
+        // `agentic`: a sub-agent continuing a live session's conversation is a turn of it, and
+        // reaches the parent's worker as a pinned turn does (the move rule decides)
+        let parent = eval.as_ref().and_then(|e| e.parent);
         let place = |rng: &mut Rng| {
-            let placed = match (ttft, screened(None), self.cfg.mode) {
+            let placed = match (ttft, screened(parent), self.cfg.mode) {
                 (Some(t), Some(e), AssignmentMode::Delegate) => t.place(&e, rng),
                 _ if place_on.least_loaded => Some(crate::policy::simple::least_loaded(
                     snap,

@@ -121,6 +121,12 @@ pub(crate) struct Evaluation {
     /// `agentic`: the turns the request's session is expected to send after this one (the
     /// ledger's expected turns per session less one; 0 for a keyless request or `ttft_aware`).
     pub(crate) future_turns: f64,
+    /// `agentic`: the worker of the live session whose conversation this new session's prompt
+    /// continues (a sub-agent's parent: `ledger.rs`, tips), if any.
+    pub(crate) parent: Option<WorkerId>,
+    /// `agentic`: the prompt's last whole chunk, when no candidate's prefix index held it (the
+    /// session's tip, `ledger.rs`).
+    pub(crate) tip: Option<u64>,
     /// `agentic`: what one typical turn's prefill takes, ms (the fleet's base cost plus its
     /// per-token cost times the candidates' mean uncached tokens per placement; 0 for
     /// `ttft_aware`).
@@ -161,6 +167,8 @@ struct LedgerView {
     turn_tokens: Option<f64>,
     /// The typical continuing turn: the tokens it adds to its prompt, if reported.
     turn_growth: Option<f64>,
+    /// A new session's parent's worker (`Evaluation::parent`).
+    parent: Option<WorkerId>,
 }
 
 /// The policy: the prefix index per model and the settings.
@@ -206,15 +214,26 @@ impl TtftAware {
             .map(|l| l.lock().unwrap_or_else(PoisonError::into_inner).stats())
     }
 
-    /// What the session ledger says for one request (`LedgerView::default()` without one).
-    fn ledger_view(&self, cands: &[WorkerId], key: Option<u128>) -> LedgerView {
+    /// What the session ledger says for one request (`LedgerView::default()` without one);
+    /// `chunks`, the prompt's chunk hashes when it was read, find a new session's parent.
+    fn ledger_view(
+        &self,
+        cands: &[WorkerId],
+        key: Option<u128>,
+        chunks: Option<&[u64]>,
+    ) -> LedgerView {
         let Some(l) = &self.ledger else {
             return LedgerView {
                 sets: vec![(0.0, 0.0, 0); cands.len()],
                 ..LedgerView::default()
             };
         };
-        let l = l.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut l = l.lock().unwrap_or_else(PoisonError::into_inner);
+        let parent = key
+            .filter(|k| !l.holds(*k))
+            .and(chunks)
+            .and_then(|c| l.parent_of(c))
+            .map(|(_, w)| w);
         LedgerView {
             sets: cands
                 .iter()
@@ -224,6 +243,7 @@ impl TtftAware {
             future_turns: key.map_or(0.0, |_| l.expected_turns() - 1.0),
             turn_tokens: l.turn_tokens(),
             turn_growth: l.turn_growth(),
+            parent,
         }
     }
 
@@ -341,7 +361,19 @@ impl TtftAware {
             (Some(_), Some(k)) => Some(ledger::session_key(k, req.model)),
             _ => None,
         };
-        let view = self.ledger_view(cands, session);
+        let view = self.ledger_view(cands, session, text.as_ref().map(|t| t.chunks()));
+        // the prompt's tip: its last whole chunk, when no candidate held it
+        let tip = match (&self.ledger, &text) {
+            (Some(_), Some(t)) => {
+                let held = matched.iter().copied().max().unwrap_or(0);
+                let chunks = t.chunks();
+                chunks
+                    .last()
+                    .copied()
+                    .filter(|_| chunks.len() > super::chunks_in_bytes(held))
+            }
+            _ => None,
+        };
         // `agentic`'s typical turn: what the continuing turns the engines reported added to
         // their prompts, else the candidates' mean uncached tokens of placements with text
         let typical = view.turn_growth.or_else(|| {
@@ -359,6 +391,7 @@ impl TtftAware {
             session_rate,
             future_turns,
             turn_tokens,
+            parent,
             ..
         } = view;
         let estimates = cands
@@ -413,6 +446,8 @@ impl TtftAware {
             common_tokens: common.min(prompt),
             session_rate,
             future_turns,
+            parent,
+            tip,
             turn_ms,
             estimates,
         }
@@ -435,7 +470,7 @@ impl TtftAware {
     /// feed on themselves.
     pub(crate) fn place(&self, eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
         if self.ledger.is_some() {
-            return agentic::place(eval, rng);
+            return agentic::place(&self.cfg, eval, rng);
         }
         let fastest = self.best(eval, rng)?;
         let matched = |e: &Estimate| eval.prompt_tokens - e.own_tokens;
@@ -519,10 +554,11 @@ impl TtftAware {
             let held = (eval.prompt_tokens - est.own_tokens).max(eval.common_tokens);
             let key = ledger::session_key(key, req.model);
             let now = u64::try_from(req.now.as_millis()).unwrap_or(u64::MAX);
-            ledger
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .record(key, chosen, prompt, held.max(0.0) as u64, now);
+            let mut l = ledger.lock().unwrap_or_else(PoisonError::into_inner);
+            l.record(key, chosen, prompt, held.max(0.0) as u64, now);
+            if let Some(tip) = eval.tip {
+                l.set_tip(key, tip);
+            }
         }
         let streaming = match req.stream {
             Some(true) => Streaming::Yes,

@@ -46,13 +46,15 @@ impl OverloadCounts {
         })
     }
 
-    /// Counts a decision made under `screen`; a pinned hit placed nothing, so it counts as
-    /// no veto.
-    pub(crate) fn count(&self, screen: &Screen, branch: Option<Branch>) {
+    /// Counts a decision made under `screen` that went to `worker`; a pinned hit placed
+    /// nothing, and a placement that reached an overloaded worker anyway (`agentic`'s
+    /// sub-agent on its parent's worker) left nothing out, so neither counts as a veto.
+    pub(crate) fn count(&self, screen: &Screen, branch: Option<Branch>, worker: WorkerId) {
         if branch == Some(Branch::OccupiedHit) {
             return;
         }
         let counter = match screen {
+            Screen::Under(under) if under.binary_search(&worker).is_err() => return,
             Screen::Under(_) => &self.vetoes,
             Screen::AllOver => &self.all_over,
             Screen::All | Screen::Shed => return,

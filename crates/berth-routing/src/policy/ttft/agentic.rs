@@ -57,6 +57,18 @@
 //!   working set (the most free KV), then at random. The queue a worker shows now says little
 //!   about the next second when its sessions are in a pause between turns; their turn rate
 //!   says what they will send.
+//! - **A new session that continues a live session's conversation** (a sub-agent started with
+//!   its parent's conversation: its prompt's chunk chain passes through the parent's tip, the
+//!   session ledger's `parent_of`) is a turn of that conversation: it goes to the parent's
+//!   worker, which holds the conversation, unless staying there is clearly worse than the copy
+//!   elsewhere by the move rule below, as the parent's own next turn would; a parent's worker
+//!   over the overload threshold still takes it as it takes the parent's pinned turns (the
+//!   router keeps it among the candidates, `sticky.rs`), one out of the candidates (down,
+//!   excluded after a failure) leaves it to placement. The
+//!   life pricing does not apply: the coming turns' waits of one conversation are what its
+//!   pinned turns pay wherever the parent is, and a child sent elsewhere copies the system
+//!   prompt and the parent's conversation there (session 10: 2-4 such copies a run on the
+//!   demo's agentic set, 2,500 tokens each, from the life price and the band).
 //! - **The typical turn** is a continuing turn's (most of an agentic fleet's turns): what the
 //!   pinned turns that streamed unread added to their sessions' prompts, by the engines'
 //!   reports (the ledger's typical continuing turn), not what they cost: a turn whose worker
@@ -238,11 +250,15 @@ pub(crate) fn life_cost(eval: &Evaluation) -> impl Fn(&Estimate) -> f64 + Copy {
     }
 }
 
-/// Where a request without a pin goes (module docs, "Placement"): among the candidates within
-/// one typical turn's prefill of the least cost over the session's life that hold as much of
-/// the prompt as the cheapest one, to the one whose live sessions send the fewest turns; the
-/// cheapest of those.
-pub(crate) fn place(eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
+/// Where a request without a pin goes (module docs, "Placement"): a new session continuing a
+/// live one's conversation (a sub-agent) to that session's worker unless staying there is
+/// clearly worse (the move rule); otherwise among the candidates within one typical turn's
+/// prefill of the least cost over the session's life that hold as much of the prompt as the
+/// cheapest one, to the one whose live sessions send the fewest turns; the cheapest of those.
+pub(crate) fn place(cfg: &TtftConfig, eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
+    if let Some(parent) = eval.parent.filter(|w| eval.of(*w).is_some()) {
+        return Some(clearly_better(cfg, eval, parent, rng).unwrap_or(parent));
+    }
     let extra = copy_weight(eval);
     let floor = eval
         .estimates
@@ -284,6 +300,18 @@ pub(crate) fn move_target(
     rng: &mut Rng,
 ) -> Option<WorkerId> {
     let here = eval.of(pinned)?;
+    clearly_better(cfg, eval, pinned, rng).or_else(|| rebalance(cfg, eval, here, rng))
+}
+
+/// The move rule (module docs, "A pinned session moves"): the best other worker than `pinned`
+/// when staying on `pinned` is clearly worse than the move's whole cost there.
+fn clearly_better(
+    cfg: &TtftConfig,
+    eval: &Evaluation,
+    pinned: WorkerId,
+    rng: &mut Rng,
+) -> Option<WorkerId> {
+    let here = eval.of(pinned)?;
     let extra = copy_weight(eval);
     let price = move |e: &Estimate| fleet_cost(e, here.own_tokens, extra);
     let to = cheapest(
@@ -292,10 +320,7 @@ pub(crate) fn move_target(
         rng,
     )?;
     let factor = 1.0 + (cfg.move_factor - 1.0) * held_share(eval, here);
-    if here.prediction.ttft_ms > factor * price(to) + cfg.move_margin_ms {
-        return Some(to.worker);
-    }
-    rebalance(cfg, eval, here, rng)
+    (here.prediction.ttft_ms > factor * price(to) + cfg.move_margin_ms).then_some(to.worker)
 }
 
 /// The turn-boundary rebalance (module docs): where a cheap session of an over-share worker

@@ -41,13 +41,27 @@
 //!   made the next copy look cheaper than keeping a session with its group, and the copies
 //!   evicted more (docs/benchmarks.md, #17 session 9).
 //!
+//! And where each live session's conversation has got to, its *tip*: the chained hash of the
+//! last whole chunk of its latest prompt whose text was read, when no worker's prefix index
+//! held that chunk before (text of this conversation alone, not a prefix other sessions
+//! share). A new key whose prompt's chunk chain passes through a live session's tip and goes
+//! on continues that session's conversation (a sub-agent started with its parent's
+//! conversation, or a client that re-keyed it): [`Ledger::parent_of`] names that session and
+//! its worker, and placement keeps it there (`agentic.rs`). One conversation goes on one way
+//! (the parent's answer comes next, whichever sub-agent resends it), so a tip that new
+//! sessions continue with different chunks is a prefix they share, not a conversation (the
+//! first session of a group whose first prompt was the group's shared prompt alone, with less
+//! than a chunk of its own): it names no parent from then on. Nor does a tip two live
+//! sessions share.
+//!
 //! Bounded: at most [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
 //! expiry queue at most [`QUEUE_PER_SESSION`] entries per session (a session is queued again
 //! only after a quarter of the live window). Pure: times are milliseconds the caller passes.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 
-use crate::WorkerId;
+use crate::{IdBuildHasher, WorkerId};
 
 /// A session stops counting once idle for this many typical gaps between turns...
 pub const LIVE_GAPS: f64 = 4.0;
@@ -80,6 +94,21 @@ struct Session {
     rate: f64,
     /// Turns recorded.
     turns: u32,
+    /// Where its conversation has got to (module docs), once a prompt of it was read.
+    tip: Option<u64>,
+}
+
+/// The live sessions whose conversation got to one tip, and how new sessions went on from it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tip {
+    /// How many.
+    sessions: u32,
+    /// The XOR of their keys: the one session's key when there is one.
+    keys: u128,
+    /// The chunk the first new session that passed through it went on with.
+    next: Option<u64>,
+    /// A new session went on with another chunk: a shared prefix, no one's conversation.
+    split: bool,
 }
 
 /// The ledger's key of a session: its routing key within its model (a 128-bit hash).
@@ -118,6 +147,8 @@ pub(crate) struct Ledger {
     ended_turns: Option<f64>,
     /// Turns taken so far by the live sessions, summed.
     live_turns: u64,
+    /// Per tip (a chunk hash: secret-seeded, so the id hasher), what the module docs say.
+    tips: HashMap<u64, Tip, IdBuildHasher>,
     /// A continuing turn's reported uncached tokens (none reported yet: `None`).
     turn_tokens: Option<f64>,
     /// The tokens a continuing turn's prompt grew by (none reported yet: `None`).
@@ -139,6 +170,11 @@ impl Ledger {
     /// How many live sessions `w` carries.
     pub(crate) fn sessions_on(&self, w: WorkerId) -> u32 {
         self.sessions_per_worker.get(&w).copied().unwrap_or(0)
+    }
+
+    /// Whether the ledger holds session `key` (a live one).
+    pub(crate) fn holds(&self, key: u128) -> bool {
+        self.sessions.contains_key(&key)
     }
 
     /// The turns per second of session `key` and the turns it took so far ((0, 0) when
@@ -182,6 +218,71 @@ impl Ledger {
     /// reported one.
     pub(crate) fn turn_growth(&self) -> Option<f64> {
         self.turn_growth
+    }
+
+    /// The live session whose conversation a new session's prompt continues, and its worker:
+    /// of the tips on the prompt's chunk chain `chunks` that one live session alone has and
+    /// that the prompt goes on from, the last (a sub-agent of a sub-agent continues the deeper
+    /// conversation). A tip the prompt goes on from with another chunk than the first new
+    /// session that passed through it did is split (module docs). `None` when no tip is left.
+    pub(crate) fn parent_of(&mut self, chunks: &[u64]) -> Option<(u128, WorkerId)> {
+        if self.tips.is_empty() {
+            return None;
+        }
+        for (i, h) in chunks.iter().enumerate().rev() {
+            let Some(next) = chunks.get(i + 1).copied() else {
+                continue; // the prompt ends there: the same prompt again, not a continuation
+            };
+            let Some(tip) = self.tips.get_mut(h) else {
+                continue;
+            };
+            if tip.split {
+                continue;
+            }
+            if *tip.next.get_or_insert(next) != next {
+                tip.split = true;
+                continue;
+            }
+            if tip.sessions == 1
+                && let Some(s) = self.sessions.get(&tip.keys)
+            {
+                return Some((tip.keys, s.worker));
+            }
+        }
+        None
+    }
+
+    /// Session `key`'s conversation has got to `tip` (module docs); nothing for a session the
+    /// ledger does not hold.
+    pub(crate) fn set_tip(&mut self, key: u128, tip: u64) {
+        let Some(s) = self.sessions.get_mut(&key) else {
+            return;
+        };
+        let Some(old) = s.tip.replace(tip) else {
+            self.add_tip(tip, key);
+            return;
+        };
+        if old != tip {
+            self.drop_tip(old, key);
+            self.add_tip(tip, key);
+        }
+    }
+
+    fn add_tip(&mut self, tip: u64, key: u128) {
+        let t = self.tips.entry(tip).or_default();
+        t.sessions += 1;
+        t.keys ^= key;
+    }
+
+    fn drop_tip(&mut self, tip: u64, key: u128) {
+        if let Entry::Occupied(mut e) = self.tips.entry(tip) {
+            let t = e.get_mut();
+            t.sessions = t.sessions.saturating_sub(1);
+            t.keys ^= key;
+            if t.sessions == 0 {
+                e.remove();
+            }
+        }
     }
 
     fn add_rate(&mut self, w: WorkerId, rate: f64) {
@@ -237,6 +338,9 @@ impl Ledger {
     /// session's length), not when the ledger was full.
     fn forget(&mut self, key: u128, ended: bool) {
         if let Some(s) = self.sessions.remove(&key) {
+            if let Some(tip) = s.tip {
+                self.drop_tip(tip, key);
+            }
             self.sub(s.worker, s.tokens);
             self.sub_rate(s.worker, s.rate);
             self.live_turns = self.live_turns.saturating_sub(u64::from(s.turns));
@@ -330,6 +434,7 @@ impl Ledger {
                 gap_ms: session_gap,
                 rate,
                 turns: prev.map_or(1, |p| p.turns.saturating_add(1)),
+                tip: prev.and_then(|p| p.tip),
             },
         );
         if requeue {

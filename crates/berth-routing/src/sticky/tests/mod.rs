@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod agentic;
+mod agentic_children;
 mod agentic_life;
 mod agentic_load;
 mod agentic_reports;

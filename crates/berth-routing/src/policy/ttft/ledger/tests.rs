@@ -188,3 +188,61 @@ fn the_typical_continuing_turn_is_what_the_turns_added_not_what_their_worker_los
     l.observe_turn(50.0, Some(300.0));
     assert_eq!(l.turn_growth(), Some(97.5));
 }
+
+#[test]
+fn a_new_prompt_through_a_live_sessions_tip_continues_its_conversation() {
+    let mut l = Ledger::default();
+    l.record(1, A, Some(100), 0, 0);
+    l.set_tip(1, 13);
+    l.record(2, B, Some(200), 0, 0);
+    l.set_tip(2, 23);
+    // chains are chunk hashes; session 2's conversation continues session 1's
+    assert_eq!(l.parent_of(&[11, 12, 13, 14]), Some((1, A)));
+    assert_eq!(
+        l.parent_of(&[11, 12, 13, 14, 23, 24]),
+        Some((2, B)),
+        "the deeper one"
+    );
+    assert_eq!(l.parent_of(&[11, 12, 15]), None, "another branch");
+    assert_eq!(
+        l.parent_of(&[11, 12, 13]),
+        None,
+        "the same prompt, not a continuation"
+    );
+    // a later read turn moves the tip on; the old one names nobody
+    l.record(1, A, Some(150), 0, 10);
+    l.set_tip(1, 16);
+    assert_eq!(l.parent_of(&[11, 12, 13, 14]), None);
+    assert_eq!(l.parent_of(&[11, 12, 13, 14, 15, 16, 17]), Some((1, A)));
+    // a session that moved takes its conversation along
+    l.record(1, B, Some(160), 0, 20);
+    assert_eq!(l.parent_of(&[11, 12, 13, 14, 15, 16, 17]), Some((1, B)));
+    // a forgotten session's tip goes with it (the ledger full: session 1 the oldest)
+    for k in 3..3 + MAX_SESSIONS as u128 - 1 {
+        l.record(k, A, Some(1), 0, 30);
+    }
+    assert_eq!(l.parent_of(&[11, 12, 13, 14, 15, 16, 17]), None);
+    assert!(l.tips.len() <= 1, "{}", l.tips.len());
+}
+
+#[test]
+fn a_tip_new_prompts_go_on_from_differently_or_two_sessions_share_names_no_parent() {
+    let mut l = Ledger::default();
+    l.record(1, A, Some(100), 0, 0);
+    l.set_tip(1, 13);
+    // the first prompt through it sets how the conversation goes on; the same way again is
+    // a sibling, another way splits it
+    assert_eq!(l.parent_of(&[12, 13, 14, 15]), Some((1, A)));
+    assert_eq!(l.parent_of(&[12, 13, 14, 16]), Some((1, A)));
+    assert_eq!(l.parent_of(&[12, 13, 24]), None);
+    assert_eq!(l.parent_of(&[12, 13, 14, 15]), None, "split for good");
+    // two live sessions at one tip: neither; one of them gone, the other
+    l.record(2, A, Some(100), 0, 0);
+    l.set_tip(2, 33);
+    l.record(3, B, Some(100), 0, 0);
+    l.set_tip(3, 33);
+    assert_eq!(l.parent_of(&[32, 33, 34]), None);
+    l.record(3, B, Some(120), 0, 1);
+    l.set_tip(3, 35);
+    assert_eq!(l.parent_of(&[32, 33, 34]), Some((2, A)));
+}

@@ -95,3 +95,69 @@ fn a_re_prefilled_history_does_not_make_a_new_session_copy_its_groups_prompt() {
     );
     assert_eq!(d.worker, WorkerId(0));
 }
+
+/// Two workers of 10,000 tokens of KV. Session `big` opened on worker 0 with 1000 tokens and
+/// session `small` on worker 1 with 3000; both take a turn every 10 s that streams unread,
+/// `big` growing by 1000 tokens a turn to 8000 (the engine reports it), `small` staying at
+/// 3000. Then a new session of 2500 tokens arrives; nobody holds any of it and both queues are
+/// empty, both workers' sessions send turns at the same rate.
+///
+/// With the working sets the engines' reports say (8000 and 3000), worker 0 would have to
+/// evict 500 tokens of `big`'s history to take it (50 ms of re-prefill later); worker 1 has
+/// room. With the sizes of the prompts the gateway read (the first turns: 1000 and 3000),
+/// worker 0 looked emptier and took it, and evicted (issue #21 session 13: the ledger's
+/// working sets stayed at the first turns' sizes under `agentic`, whose continuing turns
+/// stream unread).
+#[test]
+fn an_unread_turns_reported_prompt_counts_in_its_workers_working_set() {
+    for seed in 0..10 {
+        let f = Fleet::with_kv(2, 10_000);
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let mut rng = Rng::seeded(seed);
+        for (k, w, tokens) in [("big", 0, 1000), ("small", 1, 3000)] {
+            let t = fresh(&format!("{k} first task"), tokens);
+            let mut d = route(
+                &r,
+                &snap,
+                Some(k),
+                &t,
+                &all_but(WorkerId(w), 2),
+                T0,
+                &mut rng,
+            );
+            d.lease.first_byte(T0, false);
+            let report = Report {
+                cached_tokens: 0,
+                prompt_tokens: Some(tokens as u64),
+            };
+            r.observe_reported(d.lease.take_ticket().unwrap(), report, &snap);
+        }
+        for turn in 1..8u64 {
+            let now = Duration::from_secs(10 * turn);
+            for (k, w, prompt, cached) in [
+                ("big", 0, 1000 + 1000 * turn, 1000 * turn),
+                ("small", 1, 3000, 2950),
+            ] {
+                let t = unread_turn(&r, &snap, k, now);
+                assert_eq!(t.worker(), WorkerId(w));
+                let report = Report {
+                    cached_tokens: cached,
+                    prompt_tokens: Some(prompt),
+                };
+                r.observe_reported(t, report, &snap);
+            }
+        }
+        let t = fresh("a new session", 2500);
+        let d = route(
+            &r,
+            &snap,
+            Some("new"),
+            &t,
+            &[],
+            Duration::from_secs(75),
+            &mut rng,
+        );
+        assert_eq!(d.worker, WorkerId(1), "seed {seed}");
+    }
+}

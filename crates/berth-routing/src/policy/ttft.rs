@@ -196,17 +196,6 @@ impl TtftAware {
         }
     }
 
-    /// `agentic`: an engine reported `prompt` tokens for a turn of session `key` (its ledger
-    /// key) that streamed unread on `worker`: the session's working set grows to it
-    /// (`Ledger::resize`).
-    pub(crate) fn observe_session_prompt(&self, key: u128, worker: WorkerId, prompt: u64) {
-        if let Some(l) = &self.ledger {
-            l.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .resize(key, worker, prompt);
-        }
-    }
-
     /// `agentic`: whether session `key` may move off `pinned` by the turn-boundary rebalance
     /// (`agentic.rs`): it is a long one and `pinned`'s live sessions send clearly more than
     /// their share of the fleet's turns, so its turn must be read, not streamed unread.

@@ -37,10 +37,6 @@ impl Router {
         ) {
             let previous = self.feedback.previous_prompt(key, ticket.worker);
             t.observe_continuing_turn(prompt, report.cached_tokens, previous);
-            // and the session's working set is what its worker now holds for it
-            if let Some(s) = ticket.ledger_session {
-                t.observe_session_prompt(s, ticket.worker, prompt);
-            }
         }
         self.feedback.observe(&self.policy, ticket, report, snap)
     }
@@ -54,7 +50,6 @@ impl Router {
         tokens_hint: bool,
         worker: WorkerId,
         lease: &Lease,
-        ledger_session: Option<u128>,
     ) -> Option<Ticket> {
         if !self.feedback.reads() {
             return None;
@@ -78,7 +73,6 @@ impl Router {
             worker,
             expectation,
             session,
-            ledger_session,
         })
     }
 }

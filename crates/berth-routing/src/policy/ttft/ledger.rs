@@ -448,23 +448,6 @@ impl Ledger {
         }
     }
 
-    /// An engine reported `prompt` tokens for a turn of session `key` on `w` whose text was not
-    /// read: the session's counted tokens become `prompt` less its base, and `w`'s working set
-    /// follows (module docs). Nothing for a session the ledger does not hold or that has moved
-    /// to another worker since.
-    pub(crate) fn resize(&mut self, key: u128, w: WorkerId, prompt: u64) {
-        let Some(s) = self.sessions.get_mut(&key).filter(|s| s.worker == w) else {
-            return;
-        };
-        let tokens = prompt.saturating_sub(s.base);
-        let old = std::mem::replace(&mut s.tokens, tokens);
-        let set = self.per_worker.entry(w).or_insert(0);
-        *set = set.saturating_sub(old) + tokens;
-        if *set == 0 {
-            self.per_worker.remove(&w);
-        }
-    }
-
     /// Forgets the least recently used session among the oldest queued ones.
     fn drop_oldest(&mut self) {
         while let Some((key, at)) = self.expiry.pop_front() {

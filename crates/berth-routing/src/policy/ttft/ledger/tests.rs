@@ -27,32 +27,6 @@ fn a_session_counts_its_last_prompt_on_its_worker() {
 }
 
 #[test]
-fn an_unread_turns_reported_prompt_resizes_its_session() {
-    let mut l = Ledger::default();
-    // a session opened on a 2000-token system prompt its worker held, 2500 tokens in all
-    l.record(1, A, Some(2500), 2000, 0);
-    l.record(2, A, Some(900), 0, 0);
-    assert_eq!(l.working_set(A), 500 + 900);
-    // its turns stream unread: the engine reports their prompts, 6000 tokens by now
-    l.record(1, A, None, 0, 1);
-    l.resize(1, A, 6000);
-    assert_eq!(
-        l.working_set(A),
-        4000 + 900,
-        "the size past its base, not the first turn's"
-    );
-    // the next unread turn keeps the reported size
-    l.record(1, A, None, 0, 2);
-    assert_eq!(l.working_set(A), 4000 + 900);
-    // a late report from a worker the session has left changes nothing, nor one of a session
-    // the ledger does not hold
-    l.record(1, B, Some(6100), 0, 3);
-    l.resize(1, A, 9000);
-    l.resize(7, A, 9000);
-    assert_eq!((l.working_set(A), l.working_set(B)), (900, 4100));
-}
-
-#[test]
 fn a_prefix_its_worker_held_is_counted_once() {
     let mut l = Ledger::default();
     // the first session brings a 2000-token system prompt; two more reuse it

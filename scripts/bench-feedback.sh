@@ -18,6 +18,10 @@
 #        ARMS (MODES when unset): space-separated arms, each MODE or LABEL:MODE, where LABEL
 #        names another binary in BIN_<LABEL> (e.g. ARMS="off on s9:on" BIN_s9=/work/berth-s9)
 #        FIRST_SEED (1: run n uses bench seed FIRST_SEED + n - 1)
+#        ARM_ORDER (fixed: every seed runs ARMS in the order given; alternate: odd seeds run
+#        them in reverse, so with ARMS="off on" `on` runs first on odd seeds and `off` first
+#        on even ones, and a position effect (the machine's load drifting within a seed)
+#        falls on each arm alike; issue #17 session 13)
 #        SETTINGS ("demo pressure"): demo = KV 6144, 30 roots at 4/s (the demo's agentic set);
 #        pressure = KV 3072, 60 roots at 6/s (prefill near saturation: a run that loses cache
 #        queues up, so runs of one seed differ by up to 0.26 cached share); kvpressure = the same
@@ -70,8 +74,12 @@ for setting in $SETTINGS; do
         *) echo "unknown setting $setting" >&2; exit 1 ;;
     esac
     for run in $(seq "${FIRST_SEED:-1}" $((${FIRST_SEED:-1} + RUNS - 1))); do
+        arms=$ARMS
+        if [ "${ARM_ORDER:-fixed}" = alternate ] && [ $((run % 2)) -eq 1 ]; then
+            arms=$(printf '%s\n' $ARMS | tac | tr '\n' ' ')
+        fi
         for policy in $POLICIES; do
-        for arm in $ARMS; do
+        for arm in $arms; do
             mode=${arm##*:}
             bin=$BERTH
             if [ "$arm" != "$mode" ]; then

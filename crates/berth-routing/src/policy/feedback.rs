@@ -10,7 +10,9 @@
 //! - a *shortfall* (reported clearly below predicted) means the worker lacked part of the
 //!   prefix when it started the request: the index drops that worker's entries hanging below
 //!   the lost part that no request sent since used (`prefix_index/correct.rs`; the prompt's
-//!   own path stays, the worker has just recomputed it);
+//!   own path stays, the worker has just recomputed it); engines cache whole blocks, so a
+//!   report less than [`SLACK_TOKENS`] short of where the prompt branches off a prefix other
+//!   prompts share reaches that branch point (`Index::cut_at_branch`);
 //! - a *confirmation* or a *surplus* (another replica or client warmed the worker) needs no
 //!   correction: the request's own insert already records the whole prompt there.
 //!
@@ -313,24 +315,27 @@ impl Feedback {
         let model = exp.prior.model;
         if v == Verdict::Shortfall {
             let keep = kept_chunks(report.cached_tokens, per);
-            let c = tree.correct(&exp.hashes, exp.worker, &exp.prior, keep);
+            // engines cache whole blocks (up to `SLACK_TOKENS`): a report that far short of
+            // where the prompt branches off a prefix other prompts share reached the branch
+            let reach = kept_chunks(report.cached_tokens + SLACK_TOKENS as u64, per);
+            let cut = tree.cut_at_branch(model, &exp.hashes, exp.worker, keep, reach);
+            let c = tree.correct(&exp.hashes, exp.worker, &exp.prior, cut);
             obs.corrected_chunks = c.dropped;
-            if keep < exp.prior.answered {
-                // the worker lost part of what an earlier answer had shown it holding
-                if keep == 0 {
-                    // even the prompt's first chunk, which an engine evicting least recently
-                    // used blocks loses last: a flush or a restart, no capacity change
-                    tree.forget_answers(model, exp.worker);
-                } else {
-                    // an eviction: the room the worker evidently had is what it kept of ours
-                    // used after the lost part, and this prompt
-                    let prompt = report
-                        .prompt_tokens
-                        .map_or(exp.hashes.text_len() as f64 / per, |p| p as f64);
-                    evidence = c.newer_bytes.map(|b| KvEvidence::Evicted {
-                        room: b as f64 / per + prompt,
-                    });
-                }
+            if keep == 0 && exp.prior.answered > 0 {
+                // the worker lost even the prompt's first chunk, which an engine evicting least
+                // recently used blocks loses last, of what an earlier answer had shown it
+                // holding: a flush or a restart, no capacity change
+                tree.forget_answers(model, exp.worker);
+            } else if cut < exp.prior.answered {
+                // it lost part of what an earlier answer had shown it holding, an eviction:
+                // the room it evidently had is what it kept of ours used after the lost part,
+                // and this prompt
+                let prompt = report
+                    .prompt_tokens
+                    .map_or(exp.hashes.text_len() as f64 / per, |p| p as f64);
+                evidence = c.newer_bytes.map(|b| KvEvidence::Evicted {
+                    room: b as f64 / per + prompt,
+                });
             }
         } else if v == Verdict::Confirmed
             && exp.prior.answered > 0

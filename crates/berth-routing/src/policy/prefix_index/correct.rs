@@ -214,6 +214,57 @@ impl Index {
         true
     }
 
+    /// Where a correction of `text` on tenant (`model`, `worker`) cuts when the answer reported
+    /// its first `keep` chunks cached and an engine block more would reach chunk `reach`: the
+    /// first point past `keep` and within `reach` where the prompt's path in the index branches
+    /// (another prompt's segment hangs from it there, or the path goes on in a new segment),
+    /// else `keep`. An engine caches whole blocks, so a prompt that shares a prefix with others
+    /// finds at most the prefix's last whole block cached: the block holding the branch point
+    /// is this prompt's own. A report that short of a branch point shows nothing lost before
+    /// it; cutting inside the shared prefix instead dropped every other session hanging from a
+    /// system prompt whenever one sub-agent found only that prompt (issue #17 session 13).
+    pub(crate) fn cut_at_branch(
+        &self,
+        model: u32,
+        text: &PrefixHashes,
+        worker: WorkerId,
+        keep: usize,
+        reach: usize,
+    ) -> usize {
+        let Some(t) = self.tenant(model, worker) else {
+            return keep;
+        };
+        let hashes = text.chunks();
+        let d = self.depth(t, hashes);
+        if d <= keep || reach <= keep {
+            return keep;
+        }
+        // the prompt's path: each segment with the depth where the path leaves it
+        let mut path = Vec::new();
+        let (mut s, mut leave) = (self.holder(t, d - 1, hashes[d - 1]).unwrap_or(NONE), d);
+        while s != NONE {
+            path.push((s, leave));
+            let seg = &self.segs[s as usize];
+            leave = seg.start as usize;
+            s = seg.parent;
+        }
+        let within = |at: usize| at > keep && at <= reach;
+        let on_path = path
+            .iter()
+            .map(|&(s, _)| self.segs[s as usize].start as usize);
+        let off_path = self.live_segments(t).into_iter().filter_map(|x| {
+            let seg = &self.segs[x as usize];
+            let (_, leave) = path.iter().find(|&&(p, _)| p == seg.parent)?;
+            let at = seg.start as usize;
+            (at <= *leave).then_some(at)
+        });
+        on_path
+            .chain(off_path)
+            .filter(|&at| within(at))
+            .min()
+            .unwrap_or(keep)
+    }
+
     /// The worker lacked `text` from chunk `keep` on when it started the request `prior` was
     /// taken for: drops what it must have lost then (see the module docs).
     pub(crate) fn correct(

@@ -341,6 +341,64 @@ fn an_evicted_prompt_stops_counting_after_one_answer() {
 }
 
 #[test]
+fn a_report_one_block_short_of_a_shared_prompts_end_keeps_the_other_sessions_on_it() {
+    // S, a system prompt of 250 tokens (1,000 characters, not a whole number of 16-token
+    // blocks), shared by sessions A and B on worker 0; A has an older sub-agent Y. A sub-agent
+    // X of A finds only S cached: A's own part was evicted, and an engine caching 16-token
+    // blocks reports S's last whole block, 240 tokens. B still hangs from S there.
+    for policy in [
+        PolicyKind::TtftAware,
+        PolicyKind::CacheAware,
+        PolicyKind::Agentic,
+    ] {
+        let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
+        stats[0].set_kv_capacity_tokens(100_000);
+        let snap = fleet(&stats);
+        let r = router(policy, FeedbackMode::On);
+        let s = text("shared system prompt ", 1000);
+        let a = cat(&s, &text("alpha turn one ", 1024));
+        let b = cat(&s, &text("bravo turn one ", 1024));
+        let y = cat(&a, &text("alpha's first sub-agent ", 512));
+        for (p, cached) in [(&a, 0), (&b, 960), (&y, a.len())] {
+            let t = send(&r, &snap, p, None).unwrap();
+            let o = r.observe_reported(t, report(cached, p), &snap).unwrap();
+            assert_eq!(o.verdict, Verdict::Confirmed, "{policy:?}");
+        }
+        let x = cat(&a, &text("alpha's second sub-agent ", 512));
+        let t = send(&r, &snap, &x, None).unwrap();
+        assert_eq!(
+            t.expectation.as_ref().unwrap().predicted_bytes(),
+            a.len() / 32 * 32
+        );
+        let o = r.observe_reported(t, report(960, &x), &snap).unwrap();
+        assert_eq!(o.verdict, Verdict::Shortfall, "{policy:?}");
+        // Y's own part hung below A's lost part: gone (A's part is X's path, just recomputed)
+        assert!(o.corrected_chunks >= 512 / 32 - 1, "{policy:?}");
+        let t = send(&r, &snap, &cat(&y, b"more"), None).unwrap();
+        assert_eq!(
+            t.expectation.unwrap().predicted_bytes(),
+            a.len() / 32 * 32,
+            "{policy:?}"
+        );
+        // B branched off S after its last whole block: still held
+        let t = send(&r, &snap, &cat(&b, b"more"), None).unwrap();
+        assert_eq!(
+            t.expectation.unwrap().predicted_bytes(),
+            b.len() / 32 * 32,
+            "{policy:?}"
+        );
+        // a loss well inside S (120 tokens cached) still drops every branch below it
+        let c = cat(&s, &text("charlie turn one ", 1024));
+        let t = send(&r, &snap, &c, None).unwrap();
+        assert_eq!(t.expectation.as_ref().unwrap().predicted_bytes(), 992);
+        let o = r.observe_reported(t, report(480, &c), &snap).unwrap();
+        assert_eq!(o.verdict, Verdict::Shortfall, "{policy:?}");
+        let t = send(&r, &snap, &cat(&b, b"more"), None).unwrap();
+        assert_eq!(t.expectation.unwrap().predicted_bytes(), 992, "{policy:?}");
+    }
+}
+
+#[test]
 fn measure_compares_without_correcting_and_off_reads_nothing() {
     let stats: Vec<Arc<WorkerStats>> = (0..2).map(|_| Arc::default()).collect();
     let snap = fleet(&stats);

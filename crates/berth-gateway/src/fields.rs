@@ -59,7 +59,7 @@ pub(crate) fn header_spans<'a>(
 
 /// A head's header fields: its bytes and the spans of its names and values, in order. Names
 /// are as the sender wrote them (any case); httparse validated both.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Fields {
     head: Bytes,
     spans: Vec<Span>,

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Response};
 
 use super::chain::ChainWatch;
-use super::headers::{self, ROUTED_WORKER_NAME};
+use super::headers::ROUTED_WORKER_NAME;
 use super::usage::UsageWatch;
 use crate::admission::Permit;
 use crate::body::{Completion, ResBody};
@@ -186,13 +186,10 @@ pub(crate) fn respond(
         .take_ticket()
         .filter(|_| resp.status().is_success() && state.pd.is_none())
         .map(|t| Box::new(UsageWatch::new(state, t, worker.url.clone())));
-    // the worker's header fields travel with its body (no header map): hop-by-hop ones are
-    // dropped here, the rest written by the client side beside the gateway's own headers (the
-    // guard's, `own_headers`)
-    let (parts, mut incoming) = resp.into_parts();
-    if let Some(fields) = incoming.fields_mut() {
-        headers::strip_response_fields(fields);
-    }
+    // the worker's header fields travel with its body (no header map): the client side writes
+    // them beside the gateway's own headers (the guard's, `own_headers`), dropping the
+    // hop-by-hop ones as it writes (one pass over them, `server/h1/head.rs`)
+    let (parts, incoming) = resp.into_parts();
     let event_stream = incoming
         .fields()
         .and_then(|f| f.first("content-type"))

@@ -256,7 +256,18 @@ impl HeadState {
     /// Whether a header line is written, noting what it says. The framing headers are the
     /// writer's: `Transfer-Encoding` is dropped, `Connection` only read (for `close`), and of
     /// several `Content-Length`s the first valid one is kept.
+    #[inline]
     fn admit(&mut self, name: &[u8], value: &[u8]) -> bool {
+        // by length first, where it is called: most names are none of the four
+        if !matches!(name.len(), 4 | 10 | 14 | 17) {
+            return true;
+        }
+        self.admit_named(name, value)
+    }
+
+    /// [`Self::admit`] for a name of one of its four lengths.
+    #[inline(never)]
+    fn admit_named(&mut self, name: &[u8], value: &[u8]) -> bool {
         match name.len() {
             17 if same_name(name, "transfer-encoding") => false,
             10 if same_name(name, "connection") => {
@@ -289,6 +300,7 @@ impl HeadState {
     /// section 7.6.1, as `proxy::hop_by_hop`) and `Transfer-Encoding` dropped in the same
     /// look at its name: its `Connection` is the worker's connection's, not the client's (it
     /// does not end the client's), and sets `listing` when it names other fields to drop.
+    #[inline]
     fn admit_worker(&mut self, name: &[u8], value: &[u8], listing: &mut bool) -> bool {
         match name.len() {
             4 | 14 => self.admit(name, value),

@@ -85,7 +85,7 @@ pub(crate) fn strip_response_fields(fields: &mut Fields) {
 /// Whether a `Connection` field's `value` may name other fields to drop (anything but the
 /// common `keep-alive` or `close`).
 pub(crate) fn names_fields(value: &[u8]) -> bool {
-    !(value.eq_ignore_ascii_case(b"keep-alive") || value.eq_ignore_ascii_case(b"close"))
+    !(same_name(value, "keep-alive") || same_name(value, "close"))
 }
 
 /// Whether `name` (as sent, any case) is hop-by-hop (RFC 9110 section 7.6.1, `Keep-Alive` and

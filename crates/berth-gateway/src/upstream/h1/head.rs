@@ -337,6 +337,17 @@ impl FramingHeaders {
             // the last coding decides: chunked, or (a response) the body runs to the end
             self.chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
         } else if same_name(name, "connection") {
+            // the usual values whole, compared by words; a list token by token
+            if same_name(raw, "keep-alive") {
+                if self.version == Version::HTTP_10 {
+                    self.keep_alive = true;
+                }
+                return Ok(true);
+            }
+            if same_name(raw, "close") {
+                self.keep_alive = false;
+                return Ok(true);
+            }
             for token in raw.split(|b| *b == b',') {
                 let token = token.trim_ascii();
                 if token.eq_ignore_ascii_case(b"close") {

@@ -2,8 +2,8 @@
 //! (the spans httparse found): no header map is built for a head that is only read a little
 //! and passed on. Both heads of a proxied request travel this way: the client's request head
 //! (read by the routing core through `first`, written to the worker without its hop-by-hop
-//! fields) and the worker's response head (the proxy drops its hop-by-hop fields with
-//! `retain` and reads `content-type`; the client side writes the rest beside the gateway's own
+//! fields) and the worker's response head (the proxy reads `content-type`; the client side drops
+//! its hop-by-hop fields as it writes the rest (one pass) beside the gateway's own
 //! headers). The admin routes, which read requests through a header map, get one built from
 //! the fields ([`Fields::to_map`]).
 

@@ -2,8 +2,8 @@
 //! (the spans httparse found): no header map is built for a head that is only read a little
 //! and passed on. Both heads of a proxied request travel this way: the client's request head
 //! (read by the routing core through `first`, written to the worker without its hop-by-hop
-//! fields) and the worker's response head (the proxy drops its hop-by-hop fields with
-//! `retain` and reads `content-type`; the client side writes the rest beside the gateway's own
+//! fields) and the worker's response head (the proxy reads `content-type`; the client side drops
+//! its hop-by-hop fields as it writes the rest (one pass) beside the gateway's own
 //! headers). The admin routes, which read requests through a header map, get one built from
 //! the fields ([`Fields::to_map`]).
 
@@ -59,7 +59,7 @@ pub(crate) fn header_spans<'a>(
 
 /// A head's header fields: its bytes and the spans of its names and values, in order. Names
 /// are as the sender wrote them (any case); httparse validated both.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Fields {
     head: Bytes,
     spans: Vec<Span>,
@@ -259,7 +259,11 @@ pub(crate) fn lowercase(name: &mut [u8]) {
 }
 
 /// Whether `name` (a token as sent, any case) is `lowercase_name`: eight bytes at a time (the
-/// last eight overlapping the ones before), a name shorter than eight byte by byte.
+/// last eight overlapping the ones before), a name shorter than eight byte by byte. Exact for
+/// any bytes, not only a token's (a header value against `keep-alive`): each byte is compared
+/// as itself or with its 0x20 bit set, which an uppercase letter alone among the bytes below
+/// 0x80 turns into its `lowercase_name` byte without a carry from the byte before it, and only
+/// a byte of 0x80 or more carries (a word holding one never matches: its top bit stays).
 #[inline]
 pub(crate) fn same_name(name: &[u8], lowercase_name: &str) -> bool {
     let want = lowercase_name.as_bytes();
@@ -379,6 +383,34 @@ mod tests {
                     name.eq_ignore_ascii_case(&want),
                     "{name} {want}"
                 );
+            }
+        }
+        // any bytes (a header value), against an ASCII want: every byte of 0x80 and up and
+        // every control byte in each place of `keep-alive`, in either case
+        for want in ["keep-alive", "close"] {
+            for upper in [false, true] {
+                let base: Vec<u8> = if upper {
+                    want.to_ascii_uppercase().into_bytes()
+                } else {
+                    want.as_bytes().to_vec()
+                };
+                assert!(same_name(&base, want));
+                for at in 0..base.len() {
+                    for b in (0u8..0x20).chain(0x7f..=0xff) {
+                        let mut v = base.clone();
+                        v[at] = b;
+                        assert_eq!(
+                            same_name(&v, want),
+                            v.eq_ignore_ascii_case(want.as_bytes()),
+                            "{v:?} {want}"
+                        );
+                        // after it, the byte that a carry would reach
+                        if at + 1 < v.len() {
+                            v[at + 1] = v[at + 1].to_ascii_uppercase();
+                            assert!(!same_name(&v, want), "{v:?} {want}");
+                        }
+                    }
+                }
             }
         }
     }

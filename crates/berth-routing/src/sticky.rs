@@ -24,8 +24,14 @@ use crate::worker::{WorkerId, WorkerSnapshot};
 /// by model; the override's pins are.
 pub(crate) fn scoped_key(key: &str, model: Option<&str>, leg: Leg) -> u128 {
     let model = model.unwrap_or("");
-    let mut stack = [0u8; 384];
     let len = 2 + 4 + model.len() + key.len();
+    // the usual key and model fit a short buffer, zeroed in a few stores (not a memset of 384
+    // bytes per request); the longest ones a larger one, or the heap
+    if len <= SHORT_SCOPE {
+        let mut short = [0u8; SHORT_SCOPE];
+        return hash_scoped(&mut short[..len], key, model, leg);
+    }
+    let mut stack = [0u8; 384];
     let mut heap = Vec::new();
     let buf: &mut [u8] = if len <= stack.len() {
         &mut stack[..len]
@@ -33,6 +39,14 @@ pub(crate) fn scoped_key(key: &str, model: Option<&str>, leg: Leg) -> u128 {
         heap.resize(len, 0);
         &mut heap
     };
+    hash_scoped(buf, key, model, leg)
+}
+
+/// The scoped keys [`scoped_key`] writes to a short buffer.
+const SHORT_SCOPE: usize = 64;
+
+/// [`scoped_key`]'s hash, written to `buf` (its exact length).
+fn hash_scoped(buf: &mut [u8], key: &str, model: &str, leg: Leg) -> u128 {
     buf[0] = b'k';
     buf[1] = leg as u8;
     buf[2..6].copy_from_slice(&(model.len() as u32).to_le_bytes());

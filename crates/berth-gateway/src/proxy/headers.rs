@@ -21,7 +21,13 @@ pub(crate) const ROUTED_WORKER_NAME: &str = "x-smg-routed-worker-id";
 /// `Transfer-Encoding` (the upstream writer sets both), not the routing hint. Headers the
 /// client's `Connection` names are dropped by the upstream writer (`upstream/h1/head.rs`).
 /// Names as sent (any case).
+#[inline]
 pub(crate) fn forwarded(name: &[u8]) -> bool {
+    // by length first: most names are none of these (`host` 4, `x-smg-routing-tokens` 20, the
+    // hop-by-hop ones 2, 7, 10, 16, 18, 19, `transfer-encoding` 17)
+    if !matches!(name.len(), 2 | 4 | 7 | 10 | 16..=20) {
+        return true;
+    }
     !(hop_by_hop(name)
         || same_name(name, "host")
         || same_name(name, "transfer-encoding")
@@ -29,7 +35,9 @@ pub(crate) fn forwarded(name: &[u8]) -> bool {
 }
 
 /// Drops hop-by-hop fields (and those the `Connection` field names) from a worker's response
-/// head, and its `Transfer-Encoding` (the client side frames the body).
+/// head, and its `Transfer-Encoding` (the client side frames the body). The client side's
+/// head writer drops them as it writes (`server/h1/head.rs`, one pass with its own checks);
+/// this is its path for a `Connection` field that names other fields ([`names_fields`]).
 pub(crate) fn strip_response_fields(fields: &mut Fields) {
     // One pass over the response's few names finds which are to go; most responses have none
     // or one (`Connection: keep-alive`), removed at once by position.
@@ -43,9 +51,7 @@ pub(crate) fn strip_response_fields(fields: &mut Fields) {
             }
             n += 1;
             // the common values name no header: nothing to collect
-            listing |= same_name(name, "connection")
-                && !(value.eq_ignore_ascii_case(b"keep-alive")
-                    || value.eq_ignore_ascii_case(b"close"));
+            listing |= same_name(name, "connection") && names_fields(value);
         }
     }
     if n == 0 {
@@ -76,9 +82,15 @@ pub(crate) fn strip_response_fields(fields: &mut Fields) {
     });
 }
 
+/// Whether a `Connection` field's `value` may name other fields to drop (anything but the
+/// common `keep-alive` or `close`).
+pub(crate) fn names_fields(value: &[u8]) -> bool {
+    !(same_name(value, "keep-alive") || same_name(value, "close"))
+}
+
 /// Whether `name` (as sent, any case) is hop-by-hop (RFC 9110 section 7.6.1, `Keep-Alive` and
 /// `Proxy-Connection` included).
-fn hop_by_hop(name: &[u8]) -> bool {
+pub(crate) fn hop_by_hop(name: &[u8]) -> bool {
     // by length first: a name of another length is passed over at once
     match name.len() {
         2 => same_name(name, "te"),

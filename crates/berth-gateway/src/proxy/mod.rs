@@ -36,7 +36,7 @@ mod usage;
 
 pub(crate) use endpoint::Endpoint;
 pub(crate) use handler::proxy;
-pub(crate) use headers::ROUTED_WORKER;
+pub(crate) use headers::{ROUTED_WORKER, hop_by_hop, names_fields, strip_response_fields};
 pub(crate) use held::ClientHead;
 #[cfg(test)]
 pub(crate) use respond::RequestGuard;

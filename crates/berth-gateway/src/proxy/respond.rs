@@ -17,14 +17,12 @@ use bytes::Bytes;
 use http::{HeaderValue, Response};
 
 use super::chain::ChainWatch;
-use super::headers::{self, ROUTED_WORKER_NAME};
+use super::headers::ROUTED_WORKER_NAME;
 use super::usage::UsageWatch;
 use crate::admission::Permit;
 use crate::body::{Completion, ResBody};
-use crate::clock::Clock;
 use crate::error::{GatewayError, SseStyle};
-use crate::metrics::Metrics;
-use crate::registry::{Registry, Worker};
+use crate::registry::Worker;
 use crate::request_id::RequestId;
 use crate::routing::{Decision, Lease, Outcome};
 use crate::state::AppState;
@@ -38,14 +36,13 @@ pub(crate) type Body = ResBody<RequestGuard, UpResponse>;
 pub(crate) struct RequestGuard {
     lease: Option<Lease>,
     start: Instant,
-    metrics: Arc<Metrics>,
-    /// The routing clock, for the lease's first-byte time (`ttft_aware` learns from it).
-    clock: Arc<Clock>,
+    /// The gateway's state, one handle for what the guard records: the metrics, the routing
+    /// clock (the lease's first-byte time: `ttft_aware` learns from it) and the registry (told
+    /// when the worker breaks off its response).
+    state: Arc<AppState>,
     /// The response is a server-sent event stream, so its first data frame is the first token.
     event_stream: bool,
     first_byte_seen: bool,
-    /// Told when the worker breaks off its response.
-    registry: Arc<Registry>,
     worker: Arc<Worker>,
     /// A server-sent-event stream: a break ends with an error event (see the module docs).
     sse: Option<SseEnd>,
@@ -102,9 +99,10 @@ impl Completion for RequestGuard {
             // one clock read for the lease's first-byte time and the histogram
             let now = Instant::now();
             if let Some(lease) = self.lease.as_mut() {
-                lease.first_byte(self.clock.at(now), self.event_stream);
+                lease.first_byte(self.state.clock.at(now), self.event_stream);
             }
-            self.metrics
+            self.state
+                .metrics
                 .ttft
                 .observe(now.saturating_duration_since(self.start).as_secs_f64());
         }
@@ -135,8 +133,8 @@ impl Completion for RequestGuard {
 
     /// The worker broke off its response: a failure of the worker.
     fn broken(mut self, error: &dyn std::error::Error) -> Option<Bytes> {
-        self.metrics.stream_errors.inc();
-        self.registry.report(&self.worker, Outcome::Failure);
+        self.state.metrics.stream_errors.inc();
+        self.state.registry.report(&self.worker, Outcome::Failure);
         let sse = self.sse.take()?;
         let err = GatewayError::UpstreamStream {
             worker: self.worker.url.to_string(),
@@ -150,7 +148,8 @@ impl Completion for RequestGuard {
 impl Drop for RequestGuard {
     fn drop(&mut self) {
         self.lease.take();
-        self.metrics
+        self.state
+            .metrics
             .duration
             .observe(self.start.elapsed().as_secs_f64());
     }
@@ -186,13 +185,10 @@ pub(crate) fn respond(
         .take_ticket()
         .filter(|_| resp.status().is_success() && state.pd.is_none())
         .map(|t| Box::new(UsageWatch::new(state, t, worker.url.clone())));
-    // the worker's header fields travel with its body (no header map): hop-by-hop ones are
-    // dropped here, the rest written by the client side beside the gateway's own headers (the
-    // guard's, `own_headers`)
-    let (parts, mut incoming) = resp.into_parts();
-    if let Some(fields) = incoming.fields_mut() {
-        headers::strip_response_fields(fields);
-    }
+    // the worker's header fields travel with its body (no header map): the client side writes
+    // them beside the gateway's own headers (the guard's, `own_headers`), dropping the
+    // hop-by-hop ones as it writes (one pass over them, `server/h1/head.rs`)
+    let (parts, incoming) = resp.into_parts();
     let event_stream = incoming
         .fields()
         .and_then(|f| f.first("content-type"))
@@ -200,11 +196,9 @@ pub(crate) fn respond(
     let guard = RequestGuard {
         lease: Some(decision.lease),
         start,
-        metrics: state.metrics.clone(),
-        clock: state.clock.clone(),
+        state: state.clone(),
         event_stream,
         first_byte_seen: false,
-        registry: state.registry.clone(),
         worker: worker.clone(),
         sse: event_stream.then_some(SseEnd {
             at_boundary: true,

@@ -12,6 +12,7 @@ use bytes::BytesMut;
 use http::{HeaderMap, Method, StatusCode, Version};
 
 use crate::fields::{Fields, Target, header_spans, same_name, take_spans};
+use crate::proxy::{hop_by_hop, names_fields, strip_response_fields};
 use crate::upstream::h1::{BodyFraming, FramingHeaders, itoa, parse_length};
 
 /// Headers a request head may have (more: 431).
@@ -169,18 +170,32 @@ pub(crate) fn write_response_head(
     out.push(b' ');
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\n");
-    let mut w = HeadState {
+    let fresh = HeadState {
         keep_alive: ex.keep_alive,
         length: None,
         dated: false,
     };
+    let mut w = fresh;
     if let Some(fields) = worker {
         // the gateway's own names (a proxied response has two) replace the worker's
         let replaced = |name: &[u8]| {
             own.iter().any(|(o, _)| same_name(name, o))
                 || (!headers.is_empty() && headers.keys().any(|n| same_name(name, n.as_str())))
         };
-        fields.write_kept(out, |name, value| !replaced(name) && w.admit(name, value));
+        // One pass: the worker's hop-by-hop fields are dropped as the rest are written.
+        let at = out.len();
+        let mut listing = false;
+        fields.write_kept(out, |name, value| {
+            w.admit_worker(name, value, &mut listing) && !replaced(name)
+        });
+        if listing {
+            // A `Connection` field names other fields (rare): written again without them.
+            out.truncate(at);
+            w = fresh;
+            let mut kept = fields.clone();
+            strip_response_fields(&mut kept);
+            kept.write_kept(out, |name, value| !replaced(name) && w.admit(name, value));
+        }
     }
     let map = headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes()));
     for (name, value) in map.chain(own.iter().copied()) {
@@ -228,6 +243,7 @@ pub(crate) fn write_response_head(
 }
 
 /// What a response head's header lines said, as they are written.
+#[derive(Clone, Copy)]
 struct HeadState {
     keep_alive: bool,
     /// The first valid `Content-Length`.
@@ -240,7 +256,18 @@ impl HeadState {
     /// Whether a header line is written, noting what it says. The framing headers are the
     /// writer's: `Transfer-Encoding` is dropped, `Connection` only read (for `close`), and of
     /// several `Content-Length`s the first valid one is kept.
+    #[inline]
     fn admit(&mut self, name: &[u8], value: &[u8]) -> bool {
+        // by length first, where it is called: most names are none of the four
+        if !matches!(name.len(), 4 | 10 | 14 | 17) {
+            return true;
+        }
+        self.admit_named(name, value)
+    }
+
+    /// [`Self::admit`] for a name of one of its four lengths.
+    #[inline(never)]
+    fn admit_named(&mut self, name: &[u8], value: &[u8]) -> bool {
         match name.len() {
             17 if same_name(name, "transfer-encoding") => false,
             10 if same_name(name, "connection") => {
@@ -263,6 +290,25 @@ impl HeadState {
                 self.dated = true;
                 true
             }
+            _ => true,
+        }
+    }
+}
+
+impl HeadState {
+    /// [`Self::admit`] for a field of a worker's answer, with its hop-by-hop fields (RFC 9110
+    /// section 7.6.1, as `proxy::hop_by_hop`) and `Transfer-Encoding` dropped in the same
+    /// look at its name: its `Connection` is the worker's connection's, not the client's (it
+    /// does not end the client's), and sets `listing` when it names other fields to drop.
+    #[inline]
+    fn admit_worker(&mut self, name: &[u8], value: &[u8], listing: &mut bool) -> bool {
+        match name.len() {
+            4 | 14 => self.admit(name, value),
+            10 if same_name(name, "connection") => {
+                *listing |= names_fields(value);
+                false
+            }
+            2 | 7 | 10 | 16..=19 => !(hop_by_hop(name) || same_name(name, "transfer-encoding")),
             _ => true,
         }
     }

@@ -180,6 +180,67 @@ fn a_workers_fields_go_out_lowercased_beside_the_gateways_own() {
     assert_eq!((framing, keep), (Out::Length(12), true));
 }
 
+/// A worker's hop-by-hop fields are dropped as its head is written (no pass of their own):
+/// its `Connection` is its own connection's (a `close` there keeps the client's open), and
+/// the fields a `Connection` names go too.
+#[test]
+fn a_workers_hop_by_hop_fields_are_dropped_as_its_head_is_written() {
+    let write = |pairs: &[(&str, &str)]| {
+        let worker = crate::fields::Fields::from_pairs(pairs);
+        let mut out = Vec::new();
+        let (framing, keep) = write_response_head(
+            &mut out,
+            StatusCode::OK,
+            &HeaderMap::new(),
+            Some(&worker),
+            &[("x-smg-routed-worker-id", b"w")],
+            None,
+            EX,
+        );
+        (String::from_utf8(out).unwrap(), framing, keep)
+    };
+    let (h, framing, keep) = write(&[
+        ("Server", "nginx"),
+        ("Date", "Tue, 01 Dec 2026 10:00:00 GMT"),
+        ("Connection", "close"),
+        ("Content-Type", "application/json"),
+        ("Keep-Alive", "timeout=5"),
+        ("TE", "trailers"),
+        ("Trailer", "x-a"),
+        ("Upgrade", "h2c"),
+        ("Proxy-Connection", "keep-alive"),
+        ("Proxy-Authenticate", "Basic"),
+        ("Proxy-Authorization", "Basic"),
+        ("Transfer-Encoding", "chunked"),
+        ("Content-Length", "2"),
+        ("X-End", "1"),
+    ]);
+    assert_eq!(
+        h,
+        "HTTP/1.1 200 OK\r\nserver: nginx\r\ndate: Tue, 01 Dec 2026 10:00:00 GMT\r\n\
+         content-type: application/json\r\ncontent-length: 2\r\nx-end: 1\r\n\
+         x-smg-routed-worker-id: w\r\n\r\n"
+    );
+    assert_eq!((framing, keep), (Out::Length(2), true));
+    // a `Connection` naming fields, after them: the head is written again without them, its
+    // length read once
+    let (h, framing, keep) = write(&[
+        ("X-Private", "1"),
+        ("Content-Length", "3"),
+        ("x-kept", "2"),
+        ("Connection", "X-Private, close"),
+    ]);
+    assert!(
+        h.starts_with(
+            "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nx-kept: 2\r\n\
+             x-smg-routed-worker-id: w\r\ndate: "
+        ),
+        "{h}"
+    );
+    assert!(!h.contains("x-private") && !h.contains("connection"), "{h}");
+    assert_eq!((framing, keep), (Out::Length(3), true));
+}
+
 #[test]
 fn the_response_head_frames_the_body_as_known() {
     let (h, f, k) = head(200, &[("x-a", "1")], Some(5), EX);

@@ -134,8 +134,8 @@ pub(crate) struct RespBody<IO, B, R: GiveBack<IO>> {
     decoder: Decoder,
     keep_alive: bool,
     home: Option<R>,
-    /// The worker's header fields (the response's header map is empty): read and filtered
-    /// by the proxy, written by the client side, which then takes them.
+    /// The worker's header fields (the response's header map is empty): read by the proxy,
+    /// filtered and written by the client side, which then takes them.
     fields: Option<Fields>,
 }
 
@@ -143,11 +143,6 @@ impl<IO, B, R: GiveBack<IO>> RespBody<IO, B, R> {
     /// The worker's header fields, until taken.
     pub(crate) fn fields(&self) -> Option<&Fields> {
         self.fields.as_ref()
-    }
-
-    /// The worker's header fields, to filter.
-    pub(crate) fn fields_mut(&mut self) -> Option<&mut Fields> {
-        self.fields.as_mut()
     }
 
     /// Takes the worker's header fields (once written).

@@ -314,11 +314,19 @@ impl FramingHeaders {
 
     /// Reads one header (its name as sent, any case): `Ok(true)` when it was a framing header,
     /// `Err` with what is invalid.
+    #[inline]
     pub(crate) fn see(&mut self, name: &[u8], raw: &[u8]) -> Result<bool, &'static str> {
-        // by length first: most names are none of the three
+        // by length first, where it is called: most names are none of the three and cost a
+        // comparison, not a call
         if !matches!(name.len(), 10 | 14 | 17) {
             return Ok(false);
         }
+        self.see_framing(name, raw)
+    }
+
+    /// [`Self::see`] for a name of a framing header's length.
+    #[inline(never)]
+    fn see_framing(&mut self, name: &[u8], raw: &[u8]) -> Result<bool, &'static str> {
         if same_name(name, "content-length") {
             let n = parse_length(raw).ok_or("content-length")?;
             if self.length.is_some_and(|l| l != n) {
@@ -329,6 +337,17 @@ impl FramingHeaders {
             // the last coding decides: chunked, or (a response) the body runs to the end
             self.chunked = Some(last_token(raw).eq_ignore_ascii_case(b"chunked"));
         } else if same_name(name, "connection") {
+            // the usual values whole, compared by words; a list token by token
+            if same_name(raw, "keep-alive") {
+                if self.version == Version::HTTP_10 {
+                    self.keep_alive = true;
+                }
+                return Ok(true);
+            }
+            if same_name(raw, "close") {
+                self.keep_alive = false;
+                return Ok(true);
+            }
             for token in raw.split(|b| *b == b',') {
                 let token = token.trim_ascii();
                 if token.eq_ignore_ascii_case(b"close") {

@@ -131,3 +131,31 @@ proptest! {
         }
     }
 }
+
+/// A scoped key hashes the same bytes whichever buffer holds them (the short one, the 384-byte
+/// one, the heap): `k`, the leg, the model's length, the model, the key.
+#[test]
+fn scoped_keys_hash_the_same_bytes_in_every_buffer() {
+    for (model_len, key_len) in [
+        (0, 1),
+        (9, 11),
+        (9, 49),
+        (9, 50),
+        (0, 58),
+        (200, 178),
+        (200, 179),
+        (1000, 128),
+    ] {
+        let model = "m".repeat(model_len);
+        let key = "k".repeat(key_len);
+        for leg in [Leg::Regular, Leg::Prefill, Leg::Decode] {
+            let mut bytes = vec![b'k', leg as u8];
+            bytes.extend_from_slice(&(model_len as u32).to_le_bytes());
+            bytes.extend_from_slice(model.as_bytes());
+            bytes.extend_from_slice(key.as_bytes());
+            let want = xxhash_rust::xxh3::xxh3_128(&bytes) | 1;
+            let scope = (model_len > 0).then_some(model.as_str());
+            assert_eq!(scoped_key(&key, scope, leg), want, "{model_len} {key_len}");
+        }
+    }
+}

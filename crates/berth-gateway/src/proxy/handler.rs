@@ -34,7 +34,7 @@ pub(crate) async fn proxy(
     body: ClientBody,
 ) -> Response<Body> {
     let start = Instant::now();
-    let prepared = match prepare(state, endpoint, head, body, start).await {
+    let mut prepared = match prepare(state, endpoint, head, body, start).await {
         Ok(prepared) => prepared,
         Err(err) => return refused(err),
     };
@@ -46,11 +46,12 @@ pub(crate) async fn proxy(
     let model = (known.is_some() || late.is_some())
         .then(|| prepared.model().map(str::to_owned))
         .flatten();
-    // Each dispatcher's future awaited where it is made (`prepared` moved into it, so it
-    // keeps no place beside it): not wrapped in an `Either` and moved again to be awaited,
-    // each move a copy of the whole dispatch future.
+    // Each dispatcher's future awaited where it is made: not wrapped in an `Either` and
+    // moved again to be awaited, each move a copy of the whole dispatch future. The regular
+    // dispatcher borrows `prepared` where it lies (its future a few references, not a copy
+    // of the request's parts); PD's boxed future takes it.
     let resp = match &state.pd {
-        None => dispatch::regular(state, pool, endpoint, prepared, start).await,
+        None => dispatch::regular(state, pool, endpoint, &mut prepared, start).await,
         // boxed: PD's future (two legs at once) would otherwise size every request's future
         Some(legs) => Box::pin(pd::dispatch(state, legs, pool, endpoint, prepared, start)).await,
     };

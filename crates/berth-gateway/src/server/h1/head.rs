@@ -186,7 +186,7 @@ pub(crate) fn write_response_head(
         let at = out.len();
         let mut listing = false;
         fields.write_kept(out, |name, value| {
-            w.admit_worker(name, value, &mut listing) && !replaced(name)
+            !worker_hop(name, value, &mut listing) && !replaced(name) && w.admit(name, value)
         });
         if listing {
             // A `Connection` field names other fields (rare): written again without them.
@@ -295,22 +295,21 @@ impl HeadState {
     }
 }
 
-impl HeadState {
-    /// [`Self::admit`] for a field of a worker's answer, with its hop-by-hop fields (RFC 9110
-    /// section 7.6.1, as `proxy::hop_by_hop`) and `Transfer-Encoding` dropped in the same
-    /// look at its name: its `Connection` is the worker's connection's, not the client's (it
-    /// does not end the client's), and sets `listing` when it names other fields to drop.
-    #[inline]
-    fn admit_worker(&mut self, name: &[u8], value: &[u8], listing: &mut bool) -> bool {
-        match name.len() {
-            4 | 14 => self.admit(name, value),
-            10 if same_name(name, "connection") => {
-                *listing |= names_fields(value);
-                false
-            }
-            2 | 7 | 10 | 16..=19 => !(hop_by_hop(name) || same_name(name, "transfer-encoding")),
-            _ => true,
+/// Whether a field of a worker's answer is dropped as its head is written: its hop-by-hop
+/// fields (RFC 9110 section 7.6.1, as `proxy::hop_by_hop`) and `Transfer-Encoding`, in one
+/// look at its name. Its `Connection` is the worker's connection's, not the client's (it does
+/// not end the client's): it sets `listing` when it names other fields to drop. The fields
+/// kept then pass the same checks as before the drop moved here (`replaced`, then
+/// [`HeadState::admit`]), so a field the gateway's own headers replace notes nothing.
+#[inline]
+fn worker_hop(name: &[u8], value: &[u8], listing: &mut bool) -> bool {
+    match name.len() {
+        10 if same_name(name, "connection") => {
+            *listing |= names_fields(value);
+            true
         }
+        2 | 7 | 10 | 16..=19 => hop_by_hop(name) || same_name(name, "transfer-encoding"),
+        _ => false,
     }
 }
 

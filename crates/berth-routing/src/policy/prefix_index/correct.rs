@@ -252,10 +252,14 @@ impl Index {
         let on_path = path
             .iter()
             .map(|&(s, _)| self.segs[s as usize].start as usize);
+        // (the window first: the path is searched only for the few segments starting in it)
         let off_path = self.live_segments(t).into_iter().filter_map(|x| {
             let seg = &self.segs[x as usize];
-            let (_, leave) = path.iter().find(|&&(p, _)| p == seg.parent)?;
             let at = seg.start as usize;
+            if !within(at) {
+                return None;
+            }
+            let (_, leave) = path.iter().find(|&&(p, _)| p == seg.parent)?;
             (at <= *leave).then_some(at)
         });
         on_path

@@ -309,17 +309,23 @@ impl TtftAware {
             _ => None,
         };
         // `agentic`'s typical turn: what the continuing turns the engines reported added to
-        // their prompts, else the candidates' mean uncached tokens of placements with text
-        let typical = view.turn_growth.or_else(|| {
-            self.ledger.as_ref()?;
-            let own: Vec<f64> = cands
-                .iter()
-                .filter_map(|w| snap.stats(*w))
-                .filter_map(|s| self.state(s).typical_own_tokens())
-                .collect();
-            Some(own.iter().sum::<f64>() / own.len().max(1) as f64)
-        });
-        let turn_ms = typical.map_or(0.0, |t| fleet.base_ms + fleet.per_token_ms * t);
+        // their prompts (the unit of a session's coming turns), and what they cost, their
+        // reported uncached tokens (the unit of the fleet's load); either, until reported,
+        // the candidates' mean uncached tokens of placements with text
+        let placed = match (view.turn_growth, view.turn_tokens) {
+            (Some(_), Some(_)) => None,
+            _ => self.ledger.as_ref().map(|_| {
+                let own: Vec<f64> = cands
+                    .iter()
+                    .filter_map(|w| snap.stats(*w))
+                    .filter_map(|s| self.state(s).typical_own_tokens())
+                    .collect();
+                own.iter().sum::<f64>() / own.len().max(1) as f64
+            }),
+        };
+        let in_ms = |t: Option<f64>| t.map_or(0.0, |t| fleet.base_ms + fleet.per_token_ms * t);
+        let turn_ms = in_ms(view.turn_growth.or(placed));
+        let turn_cost_ms = in_ms(view.turn_tokens.or(placed));
         let LedgerView {
             sets,
             session_rate,
@@ -383,6 +389,7 @@ impl TtftAware {
             parent,
             tip,
             turn_ms,
+            turn_cost_ms,
             estimates,
         }
     }

@@ -26,9 +26,9 @@
 //! ```
 //!
 //! with `floor` the least `own` of the candidates (on a move: the pinned worker's) and `load`
-//! ([`load`]) the larger of what the live sessions send (their turn rates times one typical
-//! turn's prefill, per candidate) and the backlog every candidate has now (the least queue,
-//! `q` typical turns: `q / (q + 1)`), at most [`LOAD_MAX`]. An idle worker takes a copy for
+//! ([`load`]) the larger of what the live sessions send (their turn rates times what one
+//! typical turn costs the workers' prefill, per candidate) and the backlog every candidate has
+//! now (the least queue, `q` such turns: `q / (q + 1)`), at most [`LOAD_MAX`]. An idle worker takes a copy for
 //! nothing (nobody waits behind it); once every worker is busy a group's sessions stay with the
 //! workers holding its prefix unless those fall clearly behind, and a pinned session stops
 //! moving for a queue that its own re-prefill would only shift.
@@ -74,7 +74,11 @@
 //!   reports (the ledger's typical continuing turn), not what they cost: a turn whose worker
 //!   evicted its history re-prefills it, a cost of KV pressure that the overflow prices, and
 //!   counted here too it made copies look cheaper the more they evicted (#17 session 9). What
-//!   they cost, their reported uncached tokens, is what an unread turn counts for in a queue.
+//!   they cost, their reported uncached tokens, is what an unread turn counts for in a queue
+//!   and the unit of the fleet's load (`Evaluation::turn_cost_ms`): the workers are busy with
+//!   what the turns cost, re-prefilled histories included (priced by what they added, the load
+//!   read 0.53-0.64 where the turns' cost read 0.71-0.75, and copies were priced too cheaply:
+//!   #17 session 14).
 //!   Until a report came (or with `--cache-feedback off`), the candidates' mean uncached
 //!   tokens of placements with text, unbiased from its first sample.
 //! - **A pinned session moves** only when staying is clearly worse than re-prefilling its whole
@@ -178,24 +182,27 @@ fn cheapest<'a>(
 }
 
 /// How busy the fleet's prefill is, in `0..=`[`LOAD_MAX`]: the larger of what its live
-/// sessions send (their turns per second times one typical turn's prefill, per candidate) and
-/// the backlog every candidate has now (the least queue, `q` typical turns long: `q / (q + 1)`;
-/// a burst of new sessions shows there before any turn rate is known). 0 while a typical
-/// turn's cost is unknown.
+/// sessions send (their turns per second times what one typical turn costs the workers'
+/// prefill, `Evaluation::turn_cost_ms`, per candidate) and the backlog every candidate has now
+/// (the least queue, `q` such turns long: `q / (q + 1)`; a burst of new sessions shows there
+/// before any turn rate is known). A turn whose worker evicted its history re-prefills it, so
+/// the workers are busy with what the turns cost, not with what they add (module docs, "The
+/// typical turn"). 0 while a typical turn's cost is unknown.
 pub(crate) fn load(eval: &Evaluation) -> f64 {
     let n = eval.estimates.len();
-    if n == 0 || eval.turn_ms <= 0.0 {
+    let turn_ms = eval.turn_cost_ms;
+    if n == 0 || turn_ms <= 0.0 {
         return 0.0;
     }
     let rates: f64 = eval.estimates.iter().map(|e| e.turn_rate).sum();
-    let sent = rates * eval.turn_ms / 1000.0 / n as f64;
+    let sent = rates * turn_ms / 1000.0 / n as f64;
     let backlog = eval
         .estimates
         .iter()
         .map(|e| e.prediction.ahead_tokens * e.per_token_ms)
         .min_by(f64::total_cmp)
         .unwrap_or(0.0);
-    let q = backlog.max(0.0) / eval.turn_ms;
+    let q = backlog.max(0.0) / turn_ms;
     sent.max(q / (q + 1.0)).clamp(0.0, LOAD_MAX)
 }
 

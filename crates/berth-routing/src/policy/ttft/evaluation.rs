@@ -46,10 +46,16 @@ pub(crate) struct Evaluation {
     /// `agentic`: the prompt's last whole chunk, when no candidate's prefix index held it (the
     /// session's tip, `ledger.rs`).
     pub(crate) tip: Option<u64>,
-    /// `agentic`: what one typical turn's prefill takes, ms (the fleet's base cost plus its
-    /// per-token cost times the candidates' mean uncached tokens per placement; 0 for
-    /// `ttft_aware`).
+    /// `agentic`: what one typical turn's prefill takes, ms: the fleet's base cost plus its
+    /// per-token cost times what a continuing turn adds to its prompt (the engines' reports),
+    /// else the candidates' mean uncached tokens per placement; 0 for `ttft_aware`. The unit
+    /// of a new session's coming turns and of the placement band.
     pub(crate) turn_ms: f64,
+    /// `agentic`: what one typical turn costs the workers' prefill, ms: the same, with what a
+    /// continuing turn *cost* (its reported uncached tokens, a history its worker evicted and
+    /// re-prefilled included) in place of what it added; 0 for `ttft_aware`. The unit of the
+    /// fleet's load (`agentic::load`): the workers are busy with what the turns cost.
+    pub(crate) turn_cost_ms: f64,
     pub(crate) estimates: Vec<Estimate>,
 }
 

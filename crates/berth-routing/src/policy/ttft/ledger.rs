@@ -32,10 +32,11 @@
 //! mean over the engines' reports:
 //!
 //! - what such a turn *cost*, its reported uncached tokens (what an unread turn counts for in
-//!   a worker's queue), history the engine evicted included;
+//!   a worker's queue, and the unit of the fleet's load: the workers are busy with it),
+//!   history the engine evicted included;
 //! - what it *added*, the tokens its prompt grew by since the session's previous answer on
 //!   that worker (at most its uncached tokens): the *typical continuing turn* placement prices
-//!   the fleet's load and a session's coming turns by. The history a turn re-prefills because
+//!   a session's coming turns (and its band) by. The history a turn re-prefills because
 //!   its worker evicted it is a cost of the KV pressure placement creates, priced where it
 //!   arises (the overflow, `agentic.rs`); counted in the typical turn as well, each eviction
 //!   made the next copy look cheaper than keeping a session with its group, and the copies

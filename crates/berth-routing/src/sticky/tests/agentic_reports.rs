@@ -95,3 +95,74 @@ fn a_re_prefilled_history_does_not_make_a_new_session_copy_its_groups_prompt() {
     );
     assert_eq!(d.worker, WorkerId(0));
 }
+
+/// Two groups, each with a 2000-token prompt on its own worker and four sessions there,
+/// opened with 3000-token tasks; each session takes a turn every second that adds 100
+/// tokens, and the engine reports every continuing turn with only its group's prompt cached:
+/// each re-prefilled its history, 3100-3700 tokens. Then 3000 tokens queue on worker 0 and a
+/// new session of group A (200 tokens of its own) arrives.
+///
+/// On worker 0 its first turn costs 10 + 0.1 x 3200 = 330 ms; on worker 1 the group's prompt
+/// must be copied, 230 ms, plus the copy's 2000 extra tokens priced by the fleet's load. Both
+/// workers' sessions send the same turns, so the session's coming turns wait alike on either
+/// (they decide nothing here). The workers are busy with what the turns *cost*: 8 turns a
+/// second of about 330 ms each over two workers, a load past `LOAD_MAX` (0.8), so the copy
+/// counts 4 times its 200 ms of prefill for the requests queued behind it: 1030 ms, and the
+/// session stays with its group. Priced by what the turns *add* (20 ms each), the load read
+/// 0.08 and the copy 247 ms: it went to worker 1, holding the group's prompt twice over the
+/// fleet (under KV pressure each such copy evicts other sessions' histories: docs/benchmarks.md,
+/// #17 sessions 13 and 14). The coming turns stay priced by what they add (`turn_ms`).
+#[test]
+fn the_fleets_load_counts_what_the_turns_cost_so_a_busy_fleet_keeps_a_group_together() {
+    let f = Fleet::with_kv(2, 1_000_000);
+    let snap = f.snap(&[]);
+    let r = agentic();
+    let mut rng = Rng::seeded(7);
+    let groups = [fresh("group A prompt", 2000), fresh("group B prompt", 2000)];
+    let keys = [["a0", "a1", "a2", "a3"], ["b0", "b1", "b2", "b3"]];
+    for (w, (group, keys)) in groups.iter().zip(keys).enumerate() {
+        for (i, k) in keys.iter().enumerate() {
+            let t = format!("{group}{}", fresh(&format!("{k} first task"), 3000));
+            let only = all_but(WorkerId(w as u32), 2);
+            let mut d = route(&r, &snap, Some(k), &t, &only, T0, &mut rng);
+            assert_eq!(d.worker, WorkerId(w as u32));
+            d.lease.first_byte(T0, false);
+            let report = Report {
+                cached_tokens: if i == 0 { 0 } else { 2000 },
+                prompt_tokens: Some(5000),
+            };
+            r.observe_reported(d.lease.take_ticket().unwrap(), report, &snap);
+        }
+    }
+    for turn in 1..8u64 {
+        let now = T0 + Duration::from_secs(turn);
+        for (w, keys) in keys.iter().enumerate() {
+            for k in keys {
+                let t = unread_turn(&r, &snap, k, now);
+                assert_eq!(t.worker(), WorkerId(w as u32));
+                let report = Report {
+                    cached_tokens: 2000,
+                    prompt_tokens: Some(5000 + 100 * turn),
+                };
+                r.observe_reported(t, report, &snap);
+            }
+        }
+    }
+    let now = T0 + Duration::from_secs(8);
+    let e = evaluate_key(&r, &snap, "a0", now);
+    assert_eq!(e.turn_ms.round(), 20.0, "coming turns: what a turn adds");
+    assert!(
+        e.turn_cost_ms > 300.0,
+        "the load's unit: what a turn cost, {}",
+        e.turn_cost_ms
+    );
+    let _queued: Vec<Decision> = (0..3)
+        .map(|i| {
+            let t = fresh(&format!("backlog {i}"), 1000);
+            route(&r, &snap, None, &t, &all_but(WorkerId(0), 2), now, &mut rng)
+        })
+        .collect();
+    let t = format!("{}{}", groups[0], fresh("a new session of A", 200));
+    let d = route(&r, &snap, Some("new"), &t, &[], now, &mut rng);
+    assert_eq!(d.worker, WorkerId(0), "the copy costs the busy fleet more");
+}

@@ -11,7 +11,6 @@
 use http::{HeaderName, HeaderValue, Response};
 
 use crate::fields::{Fields, same_name};
-use crate::proxy::Endpoint;
 
 use crate::rng::with_rng;
 
@@ -84,12 +83,13 @@ impl PartialEq<&str> for RequestId {
 /// The id of a request (whose header fields are `fields`): the client's, or a fresh one for
 /// its path.
 pub(crate) fn for_request(fields: &Fields, path: &[u8]) -> RequestId {
-    for_endpoint(fields, Endpoint::from_path(path))
+    with_prefix(fields, prefix(path))
 }
 
-/// [`for_request`] for a request whose path was matched already: its endpoint, `None` for
-/// any other path (the service matches the path once, for both).
-pub(crate) fn for_endpoint(fields: &Fields, endpoint: Option<Endpoint>) -> RequestId {
+/// [`for_request`] for a request whose path was matched already: `prefix` is [`prefix`]'s
+/// for its path (the service matches the path once, for its route and this prefix:
+/// `Endpoint::id_prefix`).
+pub(crate) fn with_prefix(fields: &Fields, prefix: &'static str) -> RequestId {
     // One pass over the request's few headers rather than a lookup per candidate name. As
     // `HeaderMap::get` would: only a name's first value counts, and the earliest name in
     // `CLIENT_HEADERS` with a non-empty one wins.
@@ -112,7 +112,7 @@ pub(crate) fn for_endpoint(fields: &Fields, endpoint: Option<Endpoint>) -> Reque
     }
     // the client's value, shared with its head (httparse checked its bytes)
     best.and_then(|(_, v)| HeaderValue::from_maybe_shared(fields.shared(v)).ok())
-        .map_or_else(|| fresh(prefix(endpoint)), RequestId::Client)
+        .map_or_else(|| fresh(prefix), RequestId::Client)
 }
 
 /// Sets the id on a finished response.
@@ -121,14 +121,14 @@ pub(crate) fn stamp<B>(resp: &mut Response<B>, id: &RequestId) {
 }
 
 /// SMG's prefix for ids it makes on this route.
-fn prefix(endpoint: Option<Endpoint>) -> &'static str {
-    match endpoint {
-        Some(Endpoint::ChatCompletions) => "chatcmpl-",
-        Some(Endpoint::Completions) => "cmpl-",
-        Some(Endpoint::Generate) => "gnt-",
-        Some(Endpoint::Responses) => "resp-",
-        Some(Endpoint::Messages) => "msg_",
-        Some(Endpoint::Embeddings | Endpoint::Classify | Endpoint::Rerank) | None => "req-",
+pub(crate) fn prefix(path: &[u8]) -> &'static str {
+    match path {
+        b"/v1/chat/completions" => "chatcmpl-",
+        b"/v1/completions" => "cmpl-",
+        b"/generate" => "gnt-",
+        b"/v1/responses" => "resp-",
+        b"/v1/messages" => "msg_",
+        _ => "req-",
     }
 }
 

@@ -45,7 +45,7 @@ pub(crate) fn handle(
 ) -> impl Future<Output = Result<Response<Body>, Infallible>> {
     // (the path is matched once: for the route and for a fresh id's prefix)
     let endpoint = Endpoint::from_path(req.target.path(&req.fields));
-    let id = request_id::for_endpoint(&req.fields, endpoint);
+    let id = request_id::with_prefix(&req.fields, endpoint.map_or("req-", Endpoint::id_prefix));
     let route = route(&io, req, endpoint);
     async move {
         let state = &io.state;

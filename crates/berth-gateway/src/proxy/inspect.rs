@@ -216,7 +216,10 @@ mod tests {
         for (i, m) in known.iter().enumerate() {
             let name = ModelName::of_scan(ModelText::from(&**m), &known);
             assert_eq!(&*name, &**m);
-            assert!(matches!(&name, ModelName::Known(k) if Arc::ptr_eq(k, &known[i])), "{m}");
+            assert!(
+                matches!(&name, ModelName::Known(k) if Arc::ptr_eq(k, &known[i])),
+                "{m}"
+            );
         }
         for m in ["sim", "sim-model2", "", "LLAMA", "m\u{e8}"] {
             let name = ModelName::of_scan(ModelText::from(m), &known);

@@ -65,7 +65,7 @@ pub use fields::{Field, Kept};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Found {
     /// The top-level `model` string.
-    Model(String),
+    Model(ModelText),
     /// The top-level object ended without a `model` member.
     NoModel,
     /// Not a JSON object with a string `model` the scan can judge.
@@ -122,22 +122,88 @@ pub struct ModelScan {
     ended: bool,
 }
 
-/// The scan's buffer goes back to the thread's spares (unless it grew past [`MAX_MODEL`] for a
-/// kept member, or the thread keeps [`SPARE_BUFS`] already).
+/// `buf` goes back to the thread's spares (unless it grew past [`MAX_MODEL`] for a kept
+/// member, is smaller than a spare is made (a decoded model's own), or the thread keeps
+/// [`SPARE_BUFS`] already).
+fn give_back(mut buf: Vec<u8>) {
+    if buf.capacity() < MAX_KEY || buf.capacity() > MAX_MODEL {
+        return;
+    }
+    buf.clear();
+    let _ = SPARE.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut()
+            && s.len() < SPARE_BUFS
+        {
+            s.push(buf);
+        }
+    });
+}
+
+/// The scan's buffer goes back to the thread's spares ([`give_back`]).
 impl Drop for ModelScan {
     fn drop(&mut self) {
-        let mut buf = std::mem::take(&mut self.buf);
-        if buf.capacity() == 0 || buf.capacity() > MAX_MODEL {
-            return;
+        give_back(std::mem::take(&mut self.buf));
+    }
+}
+
+/// A model's value as the scan found it: its text's bytes (escapes decoded), valid UTF-8.
+///
+/// An unescaped value is the scan's own buffer, taken as it is (no copy, no allocation) and
+/// checked by words when it is ASCII (not byte by byte as `str::from_utf8` checks a short
+/// string); the gateway compares it with the workers' models as bytes and keeps the model
+/// it matches, so the usual model is never turned into a `String`. The buffer goes back to
+/// the thread's spares when the value is dropped.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ModelText(Vec<u8>);
+
+impl ModelText {
+    /// `bytes` when they are valid UTF-8.
+    fn checked(bytes: Vec<u8>) -> Result<Self, Vec<u8>> {
+        if bytes.is_ascii() || std::str::from_utf8(&bytes).is_ok() {
+            Ok(Self(bytes))
+        } else {
+            Err(bytes)
         }
-        buf.clear();
-        let _ = SPARE.try_with(|s| {
-            if let Ok(mut s) = s.try_borrow_mut()
-                && s.len() < SPARE_BUFS
-            {
-                s.push(buf);
-            }
-        });
+    }
+
+    /// The text's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The text (checked again: for a model no worker serves, and tests).
+    pub fn as_str(&self) -> &str {
+        // (valid UTF-8 by construction: the fallback is never taken)
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+
+    /// The text as a `String` (its buffer, no copy).
+    pub fn into_string(mut self) -> String {
+        String::from_utf8(std::mem::take(&mut self.0)).unwrap_or_default()
+    }
+}
+
+impl Drop for ModelText {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.0));
+    }
+}
+
+impl From<&str> for ModelText {
+    fn from(s: &str) -> Self {
+        Self(s.as_bytes().to_vec())
+    }
+}
+
+impl From<String> for ModelText {
+    fn from(s: String) -> Self {
+        Self(s.into_bytes())
+    }
+}
+
+impl std::fmt::Debug for ModelText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
@@ -197,7 +263,7 @@ impl ModelScan {
     /// Takes the model's value out of a [`Found::Model`] answer (no copy). The answer stays
     /// [`Found::Model`], with an empty value: [`Self::found`] still tells that the model was
     /// found, and the scan does not look for it again.
-    pub fn take_model(&mut self) -> Option<String> {
+    pub fn take_model(&mut self) -> Option<ModelText> {
         match self.model.as_mut() {
             Some(Found::Model(m)) => Some(std::mem::take(m)),
             _ => None,
@@ -312,14 +378,25 @@ impl ModelScan {
     }
 
     /// The kept string, decoded (escapes resolved); `None` if it overflowed or is not valid.
-    /// The buffer is emptied, its capacity kept for the next string.
-    fn take_string(&mut self) -> Option<String> {
+    /// An unescaped string is the buffer itself (the next kept byte takes a spare one);
+    /// otherwise the buffer is emptied, its capacity kept for the next string.
+    fn take_text(&mut self) -> Option<ModelText> {
+        if !self.overflow && !has_escape(&self.buf) {
+            return match ModelText::checked(std::mem::take(&mut self.buf)) {
+                Ok(text) => Some(text),
+                Err(buf) => {
+                    self.buf = buf;
+                    self.buf.clear();
+                    None
+                }
+            };
+        }
         let s = self.kept_str().map(std::borrow::Cow::into_owned);
         self.buf.clear();
-        s
+        s.map(ModelText::from)
     }
 
-    /// The kept string as [`Self::take_string`] gives it, borrowed when it has no escapes.
+    /// The kept string as [`Self::take_text`] gives it, borrowed when it has no escapes.
     fn kept_str(&mut self) -> Option<std::borrow::Cow<'_, str>> {
         if std::mem::take(&mut self.overflow) {
             return None;
@@ -498,7 +575,7 @@ impl ModelScan {
             Some(Target::Model) => {
                 self.keeping = None;
                 self.buf.pop();
-                self.model = Some(self.take_string().map_or(Found::NotJudged, Found::Model));
+                self.model = Some(self.take_text().map_or(Found::NotJudged, Found::Model));
                 true
             }
             Some(Target::Field(f)) => {

@@ -83,6 +83,13 @@ impl PartialEq<&str> for RequestId {
 /// The id of a request (whose header fields are `fields`): the client's, or a fresh one for
 /// its path.
 pub(crate) fn for_request(fields: &Fields, path: &[u8]) -> RequestId {
+    with_prefix(fields, prefix(path))
+}
+
+/// [`for_request`] for a request whose path was matched already: `prefix` is [`prefix`]'s
+/// for its path (the service matches the path once, for its route and this prefix:
+/// `Endpoint::id_prefix`).
+pub(crate) fn with_prefix(fields: &Fields, prefix: &'static str) -> RequestId {
     // One pass over the request's few headers rather than a lookup per candidate name. As
     // `HeaderMap::get` would: only a name's first value counts, and the earliest name in
     // `CLIENT_HEADERS` with a non-empty one wins.
@@ -105,7 +112,7 @@ pub(crate) fn for_request(fields: &Fields, path: &[u8]) -> RequestId {
     }
     // the client's value, shared with its head (httparse checked its bytes)
     best.and_then(|(_, v)| HeaderValue::from_maybe_shared(fields.shared(v)).ok())
-        .map_or_else(|| fresh(prefix(path)), RequestId::Client)
+        .map_or_else(|| fresh(prefix), RequestId::Client)
 }
 
 /// Sets the id on a finished response.
@@ -114,7 +121,7 @@ pub(crate) fn stamp<B>(resp: &mut Response<B>, id: &RequestId) {
 }
 
 /// SMG's prefix for ids it makes on this route.
-fn prefix(path: &[u8]) -> &'static str {
+pub(crate) fn prefix(path: &[u8]) -> &'static str {
     match path {
         b"/v1/chat/completions" => "chatcmpl-",
         b"/v1/completions" => "cmpl-",
@@ -187,6 +194,9 @@ mod tests {
             ("/v1/responses", "resp-"),
             ("/v1/messages", "msg_"),
             ("/workers", "req-"),
+            ("/v1/embeddings", "req-"),
+            ("/v1/rerank", "req-"),
+            ("/v1/classify", "req-"),
         ] {
             let id = for_request(&Fields::default(), path.as_bytes()).to_value();
             let id = id.to_str().unwrap();

@@ -43,8 +43,10 @@ pub(crate) fn handle(
     io: Arc<IoCtx>,
     req: Req,
 ) -> impl Future<Output = Result<Response<Body>, Infallible>> {
-    let id = request_id::for_request(&req.fields, req.target.path(&req.fields));
-    let route = route(&io, req);
+    // (the path is matched once: for the route and for a fresh id's prefix)
+    let endpoint = Endpoint::from_path(req.target.path(&req.fields));
+    let id = request_id::with_prefix(&req.fields, endpoint.map_or("req-", Endpoint::id_prefix));
+    let route = route(&io, req, endpoint);
     async move {
         let state = &io.state;
         let mut resp = match route {
@@ -93,7 +95,7 @@ enum Route {
     Admin(Request<ConnBody>),
 }
 
-fn route(io: &IoCtx, req: Req) -> Route {
+fn route(io: &IoCtx, req: Req, endpoint: Option<Endpoint>) -> Route {
     let state = &io.state;
     let Req {
         method,
@@ -102,7 +104,7 @@ fn route(io: &IoCtx, req: Req) -> Route {
         fields,
         body,
     } = req;
-    let Some(endpoint) = Endpoint::from_path(target.path(&fields)) else {
+    let Some(endpoint) = endpoint else {
         // the admin routes read the request through a `Uri` and a header map: built here,
         // only for them
         let mut req = Request::new(body);

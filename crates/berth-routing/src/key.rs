@@ -10,8 +10,10 @@
 use crate::Error;
 
 mod sources;
+mod text;
 
 pub use sources::{BodyKeys, DEFAULT_KEY_SOURCES, Source, parse_sources, session_from_user_id};
+pub use text::KeyText;
 
 /// Longest routing key, in bytes.
 pub const MAX_KEY_BYTES: usize = 128;
@@ -60,7 +62,7 @@ impl KeySource {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoutingKey {
     /// The key (lineage-stripped where SPEC.md says so).
-    pub key: String,
+    pub key: KeyText,
     /// Its source.
     pub source: KeySource,
 }
@@ -253,7 +255,7 @@ impl KeyConfig {
     ) -> Option<RoutingKey> {
         let found = |key: &str, source| {
             Some(RoutingKey {
-                key: key.to_owned(),
+                key: KeyText::from(key),
                 source,
             })
         };
@@ -268,8 +270,12 @@ impl KeyConfig {
             Source::RoutingKeyHeaders => self.key_in_routing_key_headers(headers),
             Source::Header(n) => headers
                 .first_value(n)
-                .and_then(valid_header_key)
-                .and_then(|k| found(k, KeySource::SessionHeader)),
+                .filter(|v| key_length_ok(v))
+                .and_then(KeyText::from_utf8)
+                .map(|key| RoutingKey {
+                    key,
+                    source: KeySource::SessionHeader,
+                }),
             Source::NvextSessionId => body
                 .and_then(|b| body_field(&b.nvext_session_id))
                 .and_then(|k| found(k, KeySource::NvextSessionId)),
@@ -297,16 +303,21 @@ impl KeyConfig {
             let Some(raw) = headers.first_value(name) else {
                 continue;
             };
-            let Some(value) = valid_header_key(raw) else {
+            if !key_length_ok(raw) {
+                continue;
+            }
+            // (the bytes are checked as UTF-8 once, as the key is made: a lineage suffix is cut
+            // just before an ASCII `_`, so the base of valid text is valid text)
+            let key = if self.override_on {
+                &raw[..lineage_base(raw)]
+            } else {
+                raw
+            };
+            let Some(key) = KeyText::from_utf8(key) else {
                 continue;
             };
-            let key = if self.override_on {
-                strip_lineage(value)
-            } else {
-                value
-            };
             return Some(RoutingKey {
-                key: key.to_owned(),
+                key,
                 source: KeySource::Header,
             });
         }
@@ -324,10 +335,15 @@ pub fn key_from_rid(rid: &str) -> Option<&str> {
 /// A header value usable as a key: non-empty, valid UTF-8, at most [`MAX_KEY_BYTES`] bytes.
 /// Body fields are held to the same rule.
 fn valid_header_key(raw: &[u8]) -> Option<&str> {
-    if raw.is_empty() || raw.len() > MAX_KEY_BYTES {
+    if !key_length_ok(raw) {
         return None;
     }
     std::str::from_utf8(raw).ok()
+}
+
+/// Whether a header value has a key's length: non-empty, at most [`MAX_KEY_BYTES`] bytes.
+fn key_length_ok(raw: &[u8]) -> bool {
+    !raw.is_empty() && raw.len() <= MAX_KEY_BYTES
 }
 
 /// Whether [`valid_header_key`] takes `raw`, without making the `&str`: an ASCII value (the
@@ -341,28 +357,34 @@ fn is_valid_header_key(raw: &[u8]) -> bool {
 /// `<base>[_t<digits>][_r<digits>] -> <base>`: removes one trailing retry suffix, then one
 /// trailing turn suffix. If nothing would be left, the whole rid is the key.
 pub fn strip_lineage(rid: &str) -> &str {
-    let after_retry = strip_suffix(rid, b'r');
-    let base = strip_suffix(after_retry, b't');
-    if base.is_empty() { rid } else { base }
+    // The cut is just before an ASCII '_' (or none), so it is a char boundary.
+    rid.get(..lineage_base(rid.as_bytes())).unwrap_or(rid)
 }
 
-/// Removes `_<tag><digits>` (one or more ASCII digits) from the very end, once.
-fn strip_suffix(s: &str, tag: u8) -> &str {
-    let bytes = s.as_bytes();
+/// The length of [`strip_lineage`]'s result, on bytes.
+fn lineage_base(rid: &[u8]) -> usize {
+    let after_retry = strip_suffix(rid.len(), rid, b'r');
+    let base = strip_suffix(after_retry, rid, b't');
+    if base == 0 { rid.len() } else { base }
+}
+
+/// Removes `_<tag><digits>` (one or more ASCII digits) from the very end of `bytes[..len]`,
+/// once: the length left.
+fn strip_suffix(len: usize, bytes: &[u8], tag: u8) -> usize {
+    let bytes = &bytes[..len];
     let digits = bytes
         .iter()
         .rev()
         .take_while(|b| b.is_ascii_digit())
         .count();
     if digits == 0 || bytes.len() < digits + 2 {
-        return s;
+        return len;
     }
     let tag_at = bytes.len() - digits - 1;
     if bytes[tag_at] == tag && bytes[tag_at - 1] == b'_' {
-        // The cut is just before an ASCII '_', so it is a char boundary.
-        &s[..tag_at - 1]
+        tag_at - 1
     } else {
-        s
+        len
     }
 }
 

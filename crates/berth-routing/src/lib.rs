@@ -50,8 +50,8 @@ pub use error::Error;
 pub use health::HealthTracker;
 pub use id_hash::{IdBuildHasher, IdHasher};
 pub use key::{
-    BodyKeys, DEFAULT_KEY_SOURCES, HeaderList, HeaderSource, KeyConfig, KeySource, MAX_KEY_BYTES,
-    RoutingKey, Source, session_from_user_id,
+    BodyKeys, DEFAULT_KEY_SOURCES, HeaderList, HeaderSource, KeyConfig, KeySource, KeyText,
+    MAX_KEY_BYTES, RoutingKey, Source, session_from_user_id,
 };
 pub use options::{DEFAULT_STICKY_INFLIGHT_CAP, RouterOptions};
 pub use pin::EvictionReason;

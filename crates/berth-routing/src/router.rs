@@ -210,7 +210,7 @@ impl Router {
         pinned
             .is_some_and(|p| {
                 t.pinned_is_fine(snap, cands, WorkerId(p), now)
-                    && !t.rebalance_due(cands, WorkerId(p), &key.key, model)
+                    && !t.rebalance_due(cands, WorkerId(p), key.key.as_bytes(), model)
             })
             .then_some(scoped)
     }
@@ -324,7 +324,7 @@ impl Router {
     ) -> Result<Decision, Error> {
         if self.cfg.stickiness == Stickiness::None || key.is_none() {
             let pick = PickRequest {
-                key: key.as_ref().map(|k| k.key.as_str()),
+                key: key.as_ref().map(|k| k.key.as_bytes()),
                 model: req.model,
                 text,
                 prefix,

@@ -19,7 +19,12 @@ use crate::{Router, WorkerId};
 impl Router {
     /// The 128-bit name of `key`'s pin for this model and leg, scoped as the table scopes it
     /// (by model under the override, not under `manual`). `None` when this router keeps no pins.
-    pub fn pin_hash(&self, key: &str, model: Option<&str>, leg: Leg) -> Option<u128> {
+    pub fn pin_hash(
+        &self,
+        key: &(impl AsRef<[u8]> + ?Sized),
+        model: Option<&str>,
+        leg: Leg,
+    ) -> Option<u128> {
         match self.cfg.stickiness {
             Stickiness::None => None,
             Stickiness::Manual => Some(scoped_key(key, None, leg)),

@@ -22,7 +22,8 @@ use crate::worker::{WorkerId, WorkerSnapshot};
 
 /// Hashes the scoped key: (stickiness scope, leg, model, key). The manual map is not scoped
 /// by model; the override's pins are.
-pub(crate) fn scoped_key(key: &str, model: Option<&str>, leg: Leg) -> u128 {
+pub(crate) fn scoped_key(key: &(impl AsRef<[u8]> + ?Sized), model: Option<&str>, leg: Leg) -> u128 {
+    let key = key.as_ref();
     let model = model.unwrap_or("");
     let len = 2 + 4 + model.len() + key.len();
     // the usual key and model fit a short buffer, zeroed in a few stores (not a memset of 384
@@ -46,12 +47,12 @@ pub(crate) fn scoped_key(key: &str, model: Option<&str>, leg: Leg) -> u128 {
 const SHORT_SCOPE: usize = 64;
 
 /// [`scoped_key`]'s hash, written to `buf` (its exact length).
-fn hash_scoped(buf: &mut [u8], key: &str, model: &str, leg: Leg) -> u128 {
+fn hash_scoped(buf: &mut [u8], key: &[u8], model: &str, leg: Leg) -> u128 {
     buf[0] = b'k';
     buf[1] = leg as u8;
     buf[2..6].copy_from_slice(&(model.len() as u32).to_le_bytes());
     buf[6..6 + model.len()].copy_from_slice(model.as_bytes());
-    buf[6 + model.len()..].copy_from_slice(key.as_bytes());
+    buf[6 + model.len()..].copy_from_slice(key);
     xxh3_128(buf) | 1
 }
 
@@ -91,7 +92,7 @@ impl Pinned<'_> {
         let delegate_failover =
             self.cfg.stickiness.scoped_by_model() && self.cfg.mode == AssignmentMode::Delegate;
         let pick = PickRequest {
-            key: Some(&key.key),
+            key: Some(key.key.as_bytes()),
             model: req.model,
             text,
             prefix,

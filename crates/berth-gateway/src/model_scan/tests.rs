@@ -18,7 +18,7 @@ fn scan(body: &str) -> Found {
 
 #[test]
 fn finds_the_top_level_model_wherever_it_is() {
-    let m = |s: &str| Found::Model(s.to_owned());
+    let m = |s: &str| Found::Model(s.into());
     assert_eq!(scan(r#"{"model":"m1","messages":[]}"#), m("m1"));
     assert_eq!(
         scan(
@@ -186,7 +186,7 @@ proptest! {
         let body = serde_json::Value::Object(obj).to_string();
         let bytes = body.as_bytes();
         let chunks = split_at(bytes, cuts);
-        prop_assert_eq!(scan_chunks(&chunks), Found::Model(model));
+        prop_assert_eq!(scan_chunks(&chunks), Found::Model(model.into()));
     }
 }
 
@@ -371,10 +371,10 @@ fn split_at(bytes: &[u8], cuts: Vec<usize>) -> Vec<&[u8]> {
 fn the_model_is_taken_out_and_the_answer_stays_found() {
     let mut s = ModelScan::new();
     s.feed(br#"{"model":"m1","messages":[]}"#);
-    assert_eq!(s.take_model().as_deref(), Some("m1"));
+    assert_eq!(s.take_model().as_ref().map(ModelText::as_str), Some("m1"));
     // still answered (a late check is not started for it), its value gone
-    assert_eq!(s.found(), Some(&Found::Model(String::new())));
-    assert_eq!(s.take_model().as_deref(), Some(""));
+    assert_eq!(s.found(), Some(&Found::Model(String::new().into())));
+    assert_eq!(s.take_model().as_ref().map(ModelText::as_str), Some(""));
     for body in [&br#"{"messages":[]}"#[..], br#"{"model":7}"#, b"[1]"] {
         let mut s = ModelScan::new();
         s.feed(body);
@@ -386,20 +386,57 @@ fn the_model_is_taken_out_and_the_answer_stays_found() {
 }
 
 #[test]
+fn a_found_model_is_the_scans_buffer_and_goes_back_to_the_spares() {
+    // (each test runs on its own thread: the spares start empty)
+    std::thread::spawn(|| {
+        let mut s = ModelScan::new();
+        s.feed(br#"{"model":"m1"}"#);
+        let m = s.take_model().unwrap();
+        assert_eq!(m.as_str(), "m1");
+        assert!(m.0.capacity() >= MAX_KEY, "the buffer itself, no copy");
+        drop(s);
+        assert_eq!(spare_bufs(), 0, "the scan has no buffer left");
+        drop(m);
+        assert_eq!(spare_bufs(), 1, "the model's buffer is a spare again");
+        // an escaped value is decoded into a text of its own; the buffer stays with the scan
+        let mut s = ModelScan::new();
+        s.feed(br#"{"model":"m\u0031"}"#);
+        assert_eq!(spare_bufs(), 0);
+        let m = s.take_model().unwrap();
+        assert_eq!(m.as_str(), "m1");
+        drop(s);
+        assert_eq!(spare_bufs(), 1);
+        drop(m);
+        assert_eq!(spare_bufs(), 1, "a decoded text's small buffer is not kept");
+        // a value that is not UTF-8 is still not judged, and its buffer stays with the scan
+        let mut s = ModelScan::new();
+        s.feed(b"{\"model\":\"m\xff\"}");
+        assert_eq!(s.found(), Some(&Found::NotJudged));
+        assert!(s.buf.capacity() >= MAX_KEY);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
 fn an_ended_scan_gives_its_buffer_to_the_next_one_on_the_thread() {
     // (each test runs on its own thread: the spares start empty)
     std::thread::spawn(|| {
         assert_eq!(spare_bufs(), 0);
         let mut s = ModelScan::new();
         s.feed(br#"{"model":"m1"}"#);
-        let cap = s.buf.capacity();
+        // (the model's value is the scan's buffer, taken as it is)
+        let cap = match s.found() {
+            Some(Found::Model(m)) => m.0.capacity(),
+            _ => s.buf.capacity(),
+        };
         assert!(cap >= MAX_KEY);
         drop(s);
         assert_eq!(spare_bufs(), 1);
         let mut s = ModelScan::new();
         s.feed(br#"{"model":"m2"}"#);
         assert_eq!(spare_bufs(), 0, "taken by the next scan");
-        assert_eq!(s.finish(), &Found::Model("m2".to_owned()));
+        assert_eq!(s.finish(), &Found::Model("m2".into()));
         drop(s);
         assert_eq!(spare_bufs(), 1);
         // a buffer grown past MAX_MODEL (a long kept member) is not kept; never more than

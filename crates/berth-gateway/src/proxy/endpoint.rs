@@ -56,8 +56,40 @@ impl Endpoint {
         }
     }
 
+    /// SMG's prefix for the `x-request-id`s it makes on this route (`request_id::prefix` of
+    /// its path; `req-` on any other path).
+    pub(crate) fn id_prefix(self) -> &'static str {
+        match self {
+            Self::ChatCompletions => "chatcmpl-",
+            Self::Completions => "cmpl-",
+            Self::Generate => "gnt-",
+            Self::Responses => "resp-",
+            Self::Messages => "msg_",
+            Self::Embeddings | Self::Classify | Self::Rerank => "req-",
+        }
+    }
+
     /// Whether a body `rid` is honoured here (the Responses API has none: header keys only).
     pub(crate) fn reads_rid(self) -> bool {
         self != Self::Responses
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endpoints_id_prefix_is_the_one_of_its_path() {
+        for e in Endpoint::ALL {
+            assert_eq!(Endpoint::from_path(e.as_str().as_bytes()), Some(e));
+            assert_eq!(
+                e.id_prefix(),
+                crate::request_id::prefix(e.as_str().as_bytes()),
+                "{e:?}"
+            );
+        }
+        // any other path: the service's default
+        assert_eq!(crate::request_id::prefix(b"/workers"), "req-");
     }
 }

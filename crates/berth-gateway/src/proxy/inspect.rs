@@ -6,6 +6,8 @@
 //! body that is not a JSON object is a `json_parse_error`; a key field of the wrong JSON type is
 //! only skipped.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
@@ -13,6 +15,7 @@ use super::body_keys::KeyFields;
 pub(crate) use super::body_keys::SessionAction;
 use super::prompt::{IsTrue, Leaves, TEXT_FIELDS};
 use crate::error::GatewayError;
+use crate::model_scan::ModelText;
 use crate::routing::BodyKeys;
 use crate::routing::policy::{PrefixHasher, PrefixHashes};
 
@@ -28,11 +31,49 @@ enum Rid {
 /// A body's session control: its action and session id.
 pub(crate) type Session = (SessionAction, String);
 
+/// A body's `model`: one of the workers' models (sharing the registry's `Arc`), or the name as
+/// the body gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ModelName {
+    /// A model of the workers' list the body's model was found in (no copy made of it).
+    Known(Arc<str>),
+    /// Any other name.
+    Named(String),
+}
+
+impl ModelName {
+    /// A streamed body's model, as the scan found it: the workers' own model when `known` (the
+    /// view's sorted list) has one with the same bytes, else its text.
+    pub(crate) fn of_scan(text: ModelText, known: &[Arc<str>]) -> Self {
+        match known.binary_search_by(|k| k.as_bytes().cmp(text.as_bytes())) {
+            Ok(i) => Self::Known(Arc::clone(&known[i])),
+            Err(_) => Self::Named(text.into_string()),
+        }
+    }
+}
+
+impl std::ops::Deref for ModelName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            Self::Known(m) => m,
+            Self::Named(m) => m,
+        }
+    }
+}
+
+impl From<String> for ModelName {
+    fn from(m: String) -> Self {
+        Self::Named(m)
+    }
+}
+
 /// The routing-relevant fields of a body.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Inspected {
     pub(crate) rid: Option<String>,
-    pub(crate) model: Option<String>,
+    pub(crate) model: Option<ModelName>,
     pub(crate) stream: bool,
     /// The prompt's chunk hashes, when asked for (boxed, as the three members below: the
     /// inspection is moved with the stages' state, and most requests have none of them).
@@ -150,7 +191,7 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
     de.end().map_err(parse_err)?;
     Ok(Inspected {
         rid: first_rid(fields.rid),
-        model: fields.model,
+        model: fields.model.map(ModelName::from),
         stream: fields.stream,
         prefix: want_text.then(|| Box::new(fields.prompt.finish())),
         session: fields.keys.session_control().map(Box::new),
@@ -165,6 +206,31 @@ pub(crate) fn inspect(body: &[u8], want_text: bool) -> Result<Inspected, Gateway
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scanned_model_the_workers_serve_is_their_own() {
+        let known: Vec<Arc<str>> = ["llama", "m\u{e9}", "sim-model"]
+            .into_iter()
+            .map(Arc::from)
+            .collect();
+        for (i, m) in known.iter().enumerate() {
+            let name = ModelName::of_scan(ModelText::from(&**m), &known);
+            assert_eq!(&*name, &**m);
+            assert!(
+                matches!(&name, ModelName::Known(k) if Arc::ptr_eq(k, &known[i])),
+                "{m}"
+            );
+        }
+        for m in ["sim", "sim-model2", "", "LLAMA", "m\u{e8}"] {
+            let name = ModelName::of_scan(ModelText::from(m), &known);
+            assert_eq!(name, ModelName::Named(m.to_owned()));
+            assert_eq!(&*name, m);
+        }
+        assert_eq!(
+            ModelName::of_scan(ModelText::from("m"), &[]),
+            ModelName::Named("m".to_owned())
+        );
+    }
 
     #[test]
     fn rid_forms() {

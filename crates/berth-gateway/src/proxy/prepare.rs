@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::Endpoint;
 use super::headers::ROUTING_TOKENS;
 use super::held::{ClientHead, Held};
-use super::inspect::{Inspected, inspect};
+use super::inspect::{Inspected, ModelName, inspect};
 use super::scan_keys;
 use crate::error::GatewayError;
 use crate::fields::Fields;
@@ -170,8 +170,12 @@ pub(crate) async fn prepare(
         } else {
             Lookahead::default()
         };
-        // (the model found is taken out of the scan, not copied)
-        let model = ahead.scan.take_model();
+        // (the model found is taken out of the scan, not copied, and matched with the workers'
+        // models as bytes: a model they serve is theirs, no `String` made)
+        let model = ahead
+            .scan
+            .take_model()
+            .map(|m| ModelName::of_scan(m, &view.models));
         let inspected = scan_keys::inspected(&ahead.scan, model, scanned);
         // A session control the scan has not seen yet is watched for as the body streams on.
         if inspected.session.is_none() && watch && !ahead.scan.ended() {

@@ -125,7 +125,7 @@ impl Completion for RequestGuard {
     }
 
     /// The response was read to its end (the body itself handed its connection back).
-    fn finish(mut self) {
+    fn finish(&mut self) {
         if let Some(u) = self.usage.take() {
             u.finish();
         }

@@ -3,7 +3,7 @@
 //! from a buffered body, and the test that the members seen so far settle the routing key.
 
 use super::body_keys::KeyFields;
-use super::inspect::{Inspected, SessionAction};
+use super::inspect::{Inspected, ModelName, SessionAction};
 use crate::fields::Fields;
 use crate::model_scan::{Field, Kept, ModelScan};
 use crate::routing::{BodyKeys, Source};
@@ -56,7 +56,7 @@ pub(super) fn settled(state: &AppState, headers: &Fields, scan: &ModelScan) -> b
 
 /// What routing reads of a streamed body's first frames: its model, its session control and
 /// (when they settle the key, `scanned`) its key fields.
-pub(super) fn inspected(scan: &ModelScan, model: Option<String>, scanned: bool) -> Inspected {
+pub(super) fn inspected(scan: &ModelScan, model: Option<ModelName>, scanned: bool) -> Inspected {
     if !scanned {
         // the scan kept at most `nvext` (`fields`): only it is read
         let session = scan.kept(Field::Nvext).and_then(session_of).map(Box::new);

@@ -235,9 +235,9 @@ impl LateCheck {
         if let Some(found) = self.scan.found()
             && let Some(known) = self.known.take()
             && let Found::Model(m) = found
-            && !known.iter().any(|k| **k == **m)
+            && !known.iter().any(|k| k.as_bytes() == m.as_bytes())
         {
-            return Err(m.clone());
+            return Err(m.as_str().to_owned());
         }
         if let Some(slot) = &self.nvext
             && let Some(k) = self.scan.kept(Field::Nvext)

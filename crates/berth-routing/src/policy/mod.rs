@@ -40,7 +40,7 @@ use crate::{Rng, WorkerId, WorkerSnapshot};
 /// What a policy may look at.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PickRequest<'a> {
-    pub(crate) key: Option<&'a str>,
+    pub(crate) key: Option<&'a [u8]>,
     pub(crate) model: Option<&'a str>,
     /// Request text (or routing-token bytes) for `cache_aware` and `ttft_aware`.
     pub(crate) text: Option<&'a [u8]>,
@@ -162,7 +162,7 @@ impl Policy {
             Self::CacheAware(ca) => Some(ca.pick(req, snap, cands, rng)),
             Self::TtftAware(t) => t.place(&t.evaluate(req, snap, cands), rng),
             Self::ConsistentHashing => match req.key {
-                Some(key) => snap.ring().lookup(key.as_bytes(), cands),
+                Some(key) => snap.ring().lookup(key, cands),
                 None => Some(cands[rng.below(cands.len())]),
             },
         }

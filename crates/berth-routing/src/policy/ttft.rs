@@ -203,7 +203,7 @@ impl TtftAware {
         &self,
         cands: &[WorkerId],
         pinned: WorkerId,
-        key: &str,
+        key: &[u8],
         model: Option<&str>,
     ) -> bool {
         let Some(l) = &self.ledger else {

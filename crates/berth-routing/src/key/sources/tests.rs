@@ -25,7 +25,7 @@ fn derive(
     h: &[(&str, &[u8])],
 ) -> Option<(String, KeySource)> {
     cfg.derive_with_body(rid, b, &HeaderList(h))
-        .map(|k| (k.key, k.source))
+        .map(|k| (k.key.into(), k.source))
 }
 
 #[test]

@@ -113,12 +113,12 @@ struct Tip {
 }
 
 /// The ledger's key of a session: its routing key within its model (a 128-bit hash).
-pub(crate) fn session_key(key: &str, model: Option<&str>) -> u128 {
+pub(crate) fn session_key(key: &(impl AsRef<[u8]> + ?Sized), model: Option<&str>) -> u128 {
     let model = model.unwrap_or("");
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     h.update(&(model.len() as u64).to_le_bytes());
     h.update(model.as_bytes());
-    h.update(key.as_bytes());
+    h.update(key.as_ref());
     h.digest128()
 }
 

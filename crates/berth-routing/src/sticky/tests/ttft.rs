@@ -34,7 +34,7 @@ pub(super) fn evaluate_key(
 ) -> crate::policy::ttft::Evaluation {
     let pick = crate::policy::PickRequest {
         model: Some("m"),
-        key: Some(key),
+        key: Some(key.as_bytes()),
         now,
         ..Default::default()
     };

@@ -365,6 +365,7 @@ impl Router {
                 cfg: &self.cfg,
                 policy: &self.policy,
                 pins: &self.pins,
+                feedback: &self.feedback,
             }
             .route(
                 req,

@@ -95,3 +95,63 @@ fn a_re_prefilled_history_does_not_make_a_new_session_copy_its_groups_prompt() {
     );
     assert_eq!(d.worker, WorkerId(0));
 }
+
+/// Session `s` opened on worker 0 with a 1000-token prompt (read: the prefix index holds it
+/// there), then took eight turns that streamed unread, each answer reporting the prompt grown
+/// by 500 tokens, to 5000. Worker 0 then has 500 ms of prefill queued, worker 1 nothing, and
+/// a turn of `s` of 5100 tokens is read (its worker's queue is clearly the longer).
+///
+/// Worker 0 holds the 5000 tokens its last answer reported: staying costs 10 + 0.1 x (5000
+/// queued + 100) = 520 ms, moving re-prefills the whole history on worker 1, 10 + 0.1 x 5100 =
+/// 520 ms, and adds 5000 tokens of prefill to the fleet: it stays. Priced from the prefix index
+/// alone (which knows only the 1000 tokens it read), worker 0 looked as if it had lost the
+/// history (4100 tokens to recompute there, 920 ms; the move factor falls to 1.2 with the
+/// share "lost"), so the move looked nearly free and the session moved (issue #21 session
+/// 13: such moves were a quarter of what the slowest requests waited behind on the saturated
+/// trace).
+#[test]
+fn a_session_stays_where_its_last_answer_says_its_history_is() {
+    for seed in 0..10 {
+        let f = Fleet::with_kv(2, 1_000_000);
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let mut rng = Rng::seeded(seed);
+        let first = fresh("the session's first task", 1000);
+        let mut d = route(
+            &r,
+            &snap,
+            Some("s"),
+            &first,
+            &all_but(WorkerId(0), 2),
+            T0,
+            &mut rng,
+        );
+        d.lease.first_byte(T0, false);
+        let report = Report {
+            cached_tokens: 0,
+            prompt_tokens: Some(1000),
+        };
+        r.observe_reported(d.lease.take_ticket().unwrap(), report, &snap);
+        for turn in 1..=8u64 {
+            let t = unread_turn(&r, &snap, "s", Duration::from_secs(10 * turn));
+            assert_eq!(t.worker(), WorkerId(0));
+            let report = Report {
+                cached_tokens: 500 + 500 * turn,
+                prompt_tokens: Some(1000 + 500 * turn),
+            };
+            r.observe_reported(t, report, &snap);
+        }
+        let _queued = super::agentic::queue_on(&r, &snap, 0, 6, "other work");
+        let t = format!("{first}{}", fresh("the history since", 4100));
+        let d = route(
+            &r,
+            &snap,
+            Some("s"),
+            &t,
+            &[],
+            Duration::from_secs(90),
+            &mut rng,
+        );
+        assert_eq!(d.worker, WorkerId(0), "seed {seed}");
+    }
+}

@@ -365,7 +365,6 @@ impl Router {
                 cfg: &self.cfg,
                 policy: &self.policy,
                 pins: &self.pins,
-                feedback: &self.feedback,
             }
             .route(
                 req,

@@ -60,8 +60,6 @@ pub(crate) struct Pinned<'a> {
     pub(crate) cfg: &'a Validated,
     pub(crate) policy: &'a Policy,
     pub(crate) pins: &'a Arc<PinTable>,
-    /// The sessions' previous answers (`agentic`: what the worker that answered holds).
-    pub(crate) feedback: &'a crate::policy::feedback::Feedback,
 }
 
 impl Pinned<'_> {
@@ -107,21 +105,6 @@ impl Pinned<'_> {
         // request's queue entry all use that one evaluation.
         let ttft = self.policy.ttft();
         let eval = ttft.map(|t| t.evaluate(&pick, snap, cands));
-        // `agentic`: the worker that answered the session's previous turn holds at least the
-        // prompt that answer reported; its turns since streamed unread, so the prefix index
-        // knows only the last prompt it read, and without this a read turn of a long session
-        // looked as if its worker had lost the history: a move then looked free (no copy
-        // priced, the move factor at 1) and re-prefilled the whole history elsewhere
-        // (docs/routing.md, `agentic`, "Moves"; issue #21 session 13)
-        let eval = match (eval, self.cfg.policy) {
-            (Some(e), crate::PolicyKind::Agentic) => {
-                Some(match self.feedback.previous_answer(scoped) {
-                    Some((w, prompt)) => e.held_on(w, prompt as f64),
-                    None => e,
-                })
-            }
-            (e, _) => e,
-        };
         // overload protection: placement and moves use only the screened candidates (a pinned
         // turn still reaches its own worker)
         let screened = |keep: Option<WorkerId>| {

@@ -219,13 +219,6 @@ impl Feedback {
         (p.worker == worker && p.prompt_tokens > 0).then_some(u64::from(p.prompt_tokens))
     }
 
-    /// The worker that answered pinned session `key`'s previous turn and the prompt tokens it
-    /// reported (`agentic`'s move rule: what that worker holds at least).
-    pub(crate) fn previous_answer(&self, key: u128) -> Option<(WorkerId, u64)> {
-        let p = self.sessions.as_ref()?.get(key)?;
-        (p.prompt_tokens > 0).then_some((p.worker, u64::from(p.prompt_tokens)))
-    }
-
     /// Compares an answer with what was predicted for it and, under `on`, corrects.
     pub(crate) fn observe(
         &self,

@@ -58,22 +58,6 @@ impl Evaluation {
         self.estimates.iter().find(|e| e.worker == w)
     }
 
-    /// The same evaluation with `w` holding at least `held` tokens of the prompt (the prompt an
-    /// engine reported for the session's previous turn there): its uncached tokens at most the
-    /// prompt's less those, its predicted TTFT less their prefill. Unchanged without text.
-    pub(crate) fn held_on(mut self, w: WorkerId, held: f64) -> Self {
-        if !self.with_text {
-            return self;
-        }
-        let prompt = self.prompt_tokens;
-        if let Some(e) = self.estimates.iter_mut().find(|e| e.worker == w) {
-            let own = e.own_tokens.min((prompt - held).max(0.0));
-            e.prediction.ttft_ms -= e.per_token_ms * (e.own_tokens - own);
-            e.own_tokens = own;
-        }
-        self
-    }
-
     /// The same evaluation over the candidates `keep` accepts (overload protection).
     pub(crate) fn restricted(&self, keep: impl Fn(WorkerId) -> bool) -> Self {
         Self {

@@ -19,6 +19,31 @@ fn unread_turn(r: &Router, snap: &WorkerSnapshot, key: &str, now: Duration) -> T
     d.lease.take_ticket().unwrap()
 }
 
+/// Opens `keys` as sessions of `group` on worker `on` (the only candidate), each with a
+/// 3000-token first task, the engine reporting 5000 prompt tokens: none cached for the first
+/// session, the group's 2000-token prompt for the others.
+fn open_group(
+    r: &Router,
+    snap: &WorkerSnapshot,
+    rng: &mut Rng,
+    group: &str,
+    keys: &[&str],
+    on: WorkerId,
+    fleet: u32,
+) {
+    for (i, k) in keys.iter().enumerate() {
+        let t = format!("{group}{}", fresh(&format!("{k} first task"), 3000));
+        let mut d = route(r, snap, Some(k), &t, &all_but(on, fleet), T0, rng);
+        assert_eq!(d.worker, on);
+        d.lease.first_byte(T0, false);
+        let report = Report {
+            cached_tokens: if i == 0 { 0 } else { 2000 },
+            prompt_tokens: Some(5000),
+        };
+        r.observe_reported(d.lease.take_ticket().unwrap(), report, snap);
+    }
+}
+
 /// Worker 0 holds a group's 2000-token prompt and four of its sessions, each opened with a
 /// 3000-token task and taking a turn every 10 s that adds 100 tokens; worker 1 is idle. The
 /// engine reports each continuing turn with only the group's prompt cached: it re-prefilled
@@ -42,24 +67,7 @@ fn a_re_prefilled_history_does_not_make_a_new_session_copy_its_groups_prompt() {
     let mut rng = Rng::seeded(5);
     let group = fresh("group prompt", 2000);
     let keys = ["s0", "s1", "s2", "s3"];
-    for (i, k) in keys.iter().enumerate() {
-        let t = format!("{group}{}", fresh(&format!("{k} first task"), 3000));
-        let mut d = route(
-            &r,
-            &snap,
-            Some(k),
-            &t,
-            &all_but(WorkerId(0), 2),
-            T0,
-            &mut rng,
-        );
-        d.lease.first_byte(T0, false);
-        let report = Report {
-            cached_tokens: if i == 0 { 0 } else { 2000 },
-            prompt_tokens: Some(5000),
-        };
-        r.observe_reported(d.lease.take_ticket().unwrap(), report, &snap);
-    }
+    open_group(&r, &snap, &mut rng, &group, &keys, WorkerId(0), 2);
     for turn in 1..8u64 {
         let now = Duration::from_secs(10 * turn);
         for k in keys {
@@ -121,18 +129,7 @@ fn the_fleets_load_counts_what_the_turns_cost_so_a_busy_fleet_keeps_a_group_toge
     let groups = [fresh("group A prompt", 2000), fresh("group B prompt", 2000)];
     let keys = [["a0", "a1", "a2", "a3"], ["b0", "b1", "b2", "b3"]];
     for (w, (group, keys)) in groups.iter().zip(keys).enumerate() {
-        for (i, k) in keys.iter().enumerate() {
-            let t = format!("{group}{}", fresh(&format!("{k} first task"), 3000));
-            let only = all_but(WorkerId(w as u32), 2);
-            let mut d = route(&r, &snap, Some(k), &t, &only, T0, &mut rng);
-            assert_eq!(d.worker, WorkerId(w as u32));
-            d.lease.first_byte(T0, false);
-            let report = Report {
-                cached_tokens: if i == 0 { 0 } else { 2000 },
-                prompt_tokens: Some(5000),
-            };
-            r.observe_reported(d.lease.take_ticket().unwrap(), report, &snap);
-        }
+        open_group(&r, &snap, &mut rng, group, &keys, WorkerId(w as u32), 2);
     }
     for turn in 1..8u64 {
         let now = T0 + Duration::from_secs(turn);

@@ -11,6 +11,7 @@ use std::cell::RefCell;
 
 use bytes::Bytes;
 
+pub(crate) mod plain;
 mod target;
 
 pub(crate) use target::Target;

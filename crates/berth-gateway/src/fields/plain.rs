@@ -103,19 +103,20 @@ pub(crate) fn status_line(buf: &[u8]) -> Option<(u8, u16, usize)> {
 
 /// The header fields from `at` up to and with the empty line that ends the head, in their
 /// plain form: a token name, a colon, spaces, a value that starts with neither a space nor a
-/// control byte and holds no control byte (tab included) nor 0x7f, CRLF. Pushes each field's
-/// span (the value without its trailing spaces, as httparse) to `spans` and returns where the
-/// head ends; `None` when a line is not plain, the head is not whole, or `spans` would grow
-/// past `max` (httparse then refuses it).
+/// control byte and holds no control byte (tab included) nor 0x7f, CRLF. Lowercases each name
+/// in place, pushes each field's span (the value without its trailing spaces, as httparse) to
+/// `spans` and returns where the head ends; `None` when a line is not plain, the head is not
+/// whole, or `spans` would grow past `max` (httparse then refuses it; the names read up to
+/// there stay lowercased, which no reader of names tells apart).
 pub(crate) fn fields(
-    buf: &[u8],
+    buf: &mut [u8],
     mut at: usize,
     max: usize,
     spans: &mut Vec<Span>,
 ) -> Option<usize> {
     loop {
         let ns = at;
-        at = token_end(buf, at)?;
+        at = name_end_lowered(buf, at)?;
         if at == ns {
             // the empty line ends the head
             return (buf.get(at..at + 2)? == b"\r\n").then_some(at + 2);
@@ -144,14 +145,44 @@ pub(crate) fn fields(
 }
 
 /// Where the token starting at `at` ends (`at` itself when there is none); `None` when the
-/// buffer ends first. Letters, digits and `-` (most names' bytes) are passed eight at a time.
+/// buffer ends first.
 #[inline]
-fn token_end(buf: &[u8], at: usize) -> Option<usize> {
-    let mut at = scan(buf, at, name_stops, |b| !TOKEN[usize::from(b)]);
+fn token_end(buf: &[u8], mut at: usize) -> Option<usize> {
     while TOKEN[usize::from(*buf.get(at)?)] {
         at += 1;
     }
     Some(at)
+}
+
+/// [`token_end`] for a header name, which it lowercases in place (as the heads' writers would):
+/// letters, digits and `-` (most names' bytes) eight at a time, where setting each byte's 0x20
+/// bit is the lowercasing (a digit's and `-`'s is set already).
+#[inline]
+fn name_end_lowered(buf: &mut [u8], mut at: usize) -> Option<usize> {
+    while let Some(bytes) = buf.get_mut(at..at + 8) {
+        let mut w = [0; 8];
+        w.copy_from_slice(bytes);
+        let w = u64::from_le_bytes(w);
+        let found = name_stops(w);
+        if found != 0 {
+            // the bytes before the first stop
+            let before = (found.trailing_zeros() / 8) as usize;
+            let mask = (1u64 << (8 * before)) - 1;
+            bytes.copy_from_slice(&(w | ((ONES * 0x20) & mask)).to_le_bytes());
+            at += before;
+            break;
+        }
+        bytes.copy_from_slice(&(w | (ONES * 0x20)).to_le_bytes());
+        at += 8;
+    }
+    loop {
+        let b = buf.get_mut(at)?;
+        if !TOKEN[usize::from(*b)] {
+            return Some(at);
+        }
+        b.make_ascii_lowercase();
+        at += 1;
+    }
 }
 
 fn version(v: &[u8]) -> Option<u8> {

@@ -13,8 +13,22 @@ type Read = (usize, Range<usize>, Range<usize>, u8, Vec<Span>);
 fn plain_request(head: &[u8]) -> Option<Read> {
     let line = request_line(head)?;
     let mut spans = Vec::new();
-    let end = fields(head, line.end, MAX, &mut spans)?;
+    let mut read = head.to_vec();
+    let end = fields(&mut read, line.end, MAX, &mut spans)?;
+    assert_lowered(head, &read, &spans);
     Some((end, line.method, line.target, line.minor, spans))
+}
+
+/// `read` is `head` with the names at `spans` lowercased, every other byte as it was.
+fn assert_lowered(head: &[u8], read: &[u8], spans: &[Span]) {
+    let mut want = head.to_vec();
+    for &[ns, ne, _, _] in spans {
+        want[ns..ne].make_ascii_lowercase();
+    }
+    assert_eq!(
+        read.escape_ascii().to_string(),
+        want.escape_ascii().to_string()
+    );
 }
 
 fn at(head: &[u8], part: &[u8]) -> Range<usize> {
@@ -39,7 +53,9 @@ fn httparse_request(head: &[u8]) -> Option<Read> {
 fn plain_response(head: &[u8]) -> Option<(usize, u8, u16, Vec<Span>)> {
     let (minor, code, start) = status_line(head)?;
     let mut spans = Vec::new();
-    let end = fields(head, start, MAX, &mut spans)?;
+    let mut read = head.to_vec();
+    let end = fields(&mut read, start, MAX, &mut spans)?;
+    assert_lowered(head, &read, &spans);
     Some((end, minor, code, spans))
 }
 

@@ -55,6 +55,7 @@ pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadErro
         let len = plain::fields(buf, line.end, MAX_HEADERS, &mut spans)?;
         Some((len, line))
     });
+    let lowered = plain.is_some();
     let (len, method, target, minor) = match plain {
         Some((len, line)) => (len, line.method, line.target, line.minor),
         None => {
@@ -80,7 +81,12 @@ pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadErro
     let head = buf.split_to(len).freeze();
     let target = Target::parse(&head, target)
         .map_err(|e| HeadError::Bad(format!("invalid request target: {e}")))?;
-    request_head(Fields::new(head, spans), target, method, version).map(Some)
+    let fields = if lowered {
+        Fields::new_lowered(head, spans)
+    } else {
+        Fields::new(head, spans)
+    };
+    request_head(fields, target, method, version).map(Some)
 }
 
 /// A request head's length, where its method and target lie, and its minor version.

@@ -215,6 +215,7 @@ pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Pars
         let len = plain::fields(buf, start, MAX_HEADERS, &mut spans)?;
         Some((len, minor, code))
     });
+    let lowered = plain.is_some();
     let (len, minor, code) = match plain {
         Some(read) => read,
         None => {
@@ -245,7 +246,12 @@ pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Pars
         Version::HTTP_11
     };
     let head = buf.split_to(len).freeze();
-    response_head(Fields::new(head, spans), method, status, version)
+    let fields = if lowered {
+        Fields::new_lowered(head, spans)
+    } else {
+        Fields::new(head, spans)
+    };
+    response_head(fields, method, status, version)
 }
 
 /// The response head at the start of `buf` read by httparse: its length, minor version and

@@ -300,14 +300,20 @@ pub(crate) fn same_name(name: &[u8], lowercase_name: &str) -> bool {
             .zip(want)
             .all(|(n, w)| n.to_ascii_lowercase() == *w);
     }
+    // a word as it is first (a plainly read head's names are lowercase already), lowercased
+    // only when that differs
+    let same = |at: usize| {
+        let (n, w) = (word(&name[at..]), word(&want[at..]));
+        n == w || lower8(n) == w
+    };
     let mut at = 0;
     while at + 8 < len {
-        if lower8(word(&name[at..])) != word(&want[at..]) {
+        if !same(at) {
             return false;
         }
         at += 8;
     }
-    lower8(word(&name[len - 8..])) == word(&want[len - 8..])
+    same(len - 8)
 }
 
 #[cfg(test)]

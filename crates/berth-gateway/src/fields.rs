@@ -11,6 +11,7 @@ use std::cell::RefCell;
 
 use bytes::Bytes;
 
+pub(crate) mod plain;
 mod target;
 
 pub(crate) use target::Target;
@@ -58,17 +59,34 @@ pub(crate) fn header_spans<'a>(
 }
 
 /// A head's header fields: its bytes and the spans of its names and values, in order. Names
-/// are as the sender wrote them (any case); httparse validated both.
+/// are as the sender wrote them (any case), or lowercased when the head was read in its plain
+/// form ([`plain`]); httparse or the plain reader validated both.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Fields {
     head: Bytes,
     spans: Vec<Span>,
+    /// Every name is lowercase already: the writers copy them as they are.
+    lowered: bool,
 }
 
 impl Fields {
     /// The fields of `head` that lie at `spans`.
     pub(crate) fn new(head: Bytes, spans: Vec<Span>) -> Self {
-        Self { head, spans }
+        Self {
+            head,
+            spans,
+            lowered: false,
+        }
+    }
+
+    /// [`Self::new`] for a head whose names are all lowercase (the plain reader lowercased
+    /// them).
+    pub(crate) fn new_lowered(head: Bytes, spans: Vec<Span>) -> Self {
+        Self {
+            head,
+            spans,
+            lowered: true,
+        }
     }
 
     /// The fields in order: name (as sent) and value.
@@ -141,7 +159,9 @@ impl Fields {
                     } else {
                         let at = out.len();
                         out.extend_from_slice(&head[ns..ne]);
-                        lowercase(&mut out[at..]);
+                        if !self.lowered {
+                            lowercase(&mut out[at..]);
+                        }
                         out.extend_from_slice(b": ");
                         out.extend_from_slice(&head[vs..ve]);
                         out.extend_from_slice(b"\r\n");
@@ -158,6 +178,9 @@ impl Fields {
     fn put_run(&self, out: &mut Vec<u8>, (start, end, first, last): (usize, usize, usize, usize)) {
         let base = out.len();
         out.extend_from_slice(&self.head[start..end]);
+        if self.lowered {
+            return;
+        }
         for &[ns, ne, _, _] in &self.spans[first..=last] {
             lowercase(&mut out[base + ns - start..base + ne - start]);
         }
@@ -277,14 +300,20 @@ pub(crate) fn same_name(name: &[u8], lowercase_name: &str) -> bool {
             .zip(want)
             .all(|(n, w)| n.to_ascii_lowercase() == *w);
     }
+    // a word as it is first (a plainly read head's names are lowercase already), lowercased
+    // only when that differs
+    let same = |at: usize| {
+        let (n, w) = (word(&name[at..]), word(&want[at..]));
+        n == w || lower8(n) == w
+    };
     let mut at = 0;
     while at + 8 < len {
-        if lower8(word(&name[at..])) != word(&want[at..]) {
+        if !same(at) {
             return false;
         }
         at += 8;
     }
-    lower8(word(&name[len - 8..])) == word(&want[len - 8..])
+    same(len - 8)
 }
 
 #[cfg(test)]

@@ -120,16 +120,42 @@ pub(crate) fn stamp<B>(resp: &mut Response<B>, id: &RequestId) {
     resp.headers_mut().insert(REQUEST_ID, id.to_value());
 }
 
+/// SMG's prefixes for the ids it makes, by route path (any other path: `req-`). The one table:
+/// the proxy's endpoints take theirs from it at compile time (`Endpoint::id_prefix`).
+const PREFIXES: [(&[u8], &str); 5] = [
+    (b"/v1/chat/completions", "chatcmpl-"),
+    (b"/v1/completions", "cmpl-"),
+    (b"/generate", "gnt-"),
+    (b"/v1/responses", "resp-"),
+    (b"/v1/messages", "msg_"),
+];
+
 /// SMG's prefix for ids it makes on this route.
-pub(crate) fn prefix(path: &[u8]) -> &'static str {
-    match path {
-        b"/v1/chat/completions" => "chatcmpl-",
-        b"/v1/completions" => "cmpl-",
-        b"/generate" => "gnt-",
-        b"/v1/responses" => "resp-",
-        b"/v1/messages" => "msg_",
-        _ => "req-",
+pub(crate) const fn prefix(path: &[u8]) -> &'static str {
+    let mut i = 0;
+    while i < PREFIXES.len() {
+        let (p, prefix) = PREFIXES[i];
+        if same_bytes(p, path) {
+            return prefix;
+        }
+        i += 1;
     }
+    "req-"
+}
+
+/// `a == b`, in a `const fn`.
+const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 fn fresh(prefix: &str) -> RequestId {

@@ -1,5 +1,7 @@
 //! The proxied routes.
 
+use crate::request_id;
+
 /// A route the gateway forwards to a worker (all `POST`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Endpoint {
@@ -15,7 +17,6 @@ pub(crate) enum Endpoint {
 
 impl Endpoint {
     /// Every endpoint (the route-table test checks them against docs/gateway.md).
-    #[cfg(test)]
     pub(crate) const ALL: [Self; 8] = [
         Self::ChatCompletions,
         Self::Completions,
@@ -43,7 +44,7 @@ impl Endpoint {
     }
 
     /// The route as a metric label.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::ChatCompletions => "/v1/chat/completions",
             Self::Completions => "/v1/completions",
@@ -56,17 +57,10 @@ impl Endpoint {
         }
     }
 
-    /// SMG's prefix for the `x-request-id`s it makes on this route (`request_id::prefix` of
-    /// its path; `req-` on any other path).
+    /// SMG's prefix for the `x-request-id`s it makes on this route: `request_id::prefix` of
+    /// its path, looked up once at compile time ([`ID_PREFIXES`]).
     pub(crate) fn id_prefix(self) -> &'static str {
-        match self {
-            Self::ChatCompletions => "chatcmpl-",
-            Self::Completions => "cmpl-",
-            Self::Generate => "gnt-",
-            Self::Responses => "resp-",
-            Self::Messages => "msg_",
-            Self::Embeddings | Self::Classify | Self::Rerank => "req-",
-        }
+        ID_PREFIXES[self as usize]
     }
 
     /// Whether a body `rid` is honoured here (the Responses API has none: header keys only).
@@ -74,6 +68,19 @@ impl Endpoint {
         self != Self::Responses
     }
 }
+
+/// Each endpoint's `x-request-id` prefix, by its index: `request_id`'s table read at compile
+/// time, so the path is not matched again per request.
+const ID_PREFIXES: [&str; Endpoint::ALL.len()] = {
+    let mut prefixes = [""; Endpoint::ALL.len()];
+    let mut i = 0;
+    while i < Endpoint::ALL.len() {
+        let e = Endpoint::ALL[i];
+        prefixes[e as usize] = request_id::prefix(e.as_str().as_bytes());
+        i += 1;
+    }
+    prefixes
+};
 
 #[cfg(test)]
 mod tests {

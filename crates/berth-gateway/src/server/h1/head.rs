@@ -7,11 +7,12 @@ use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use std::mem::MaybeUninit;
+use std::ops::Range;
 
 use bytes::BytesMut;
 use http::{HeaderMap, Method, StatusCode, Version};
 
-use crate::fields::{Fields, Target, header_spans, same_name, take_spans};
+use crate::fields::{Fields, Span, Target, header_spans, keep_spans, plain, same_name, take_spans};
 use crate::proxy::{hop_by_hop, names_fields, strip_response_fields};
 use crate::upstream::h1::{BodyFraming, FramingHeaders, itoa, parse_length};
 
@@ -46,8 +47,54 @@ pub(crate) struct Head {
     pub(crate) expect_continue: bool,
 }
 
-/// Parses the request head at the start of `buf` and takes it off; `None`: not whole yet.
+/// Parses the request head at the start of `buf` and takes it off; `None`: not whole yet. A
+/// head in its plain form is read without httparse (`fields::plain`: the same spans).
 pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadError> {
+    let mut spans = take_spans();
+    let plain = plain::request_line(buf).and_then(|line| {
+        let len = plain::fields(buf, line.end, MAX_HEADERS, &mut spans)?;
+        Some((len, line))
+    });
+    let lowered = plain.is_some();
+    let (len, method, target, minor) = match plain {
+        Some((len, line)) => (len, line.method, line.target, line.minor),
+        None => {
+            spans.clear();
+            match parse_with_httparse(buf, &mut spans) {
+                Ok(Some(read)) => read,
+                other => {
+                    keep_spans(spans);
+                    return other.map(|_| None);
+                }
+            }
+        }
+    };
+    if len > MAX_HEAD {
+        return Err(HeadError::TooLarge("request head larger than 64 KiB"));
+    }
+    let method = Method::from_bytes(&buf[method]).map_err(|e| HeadError::Bad(e.to_string()))?;
+    let version = if minor == 0 {
+        Version::HTTP_10
+    } else {
+        Version::HTTP_11
+    };
+    let head = buf.split_to(len).freeze();
+    let target = Target::parse(&head, target)
+        .map_err(|e| HeadError::Bad(format!("invalid request target: {e}")))?;
+    let fields = if lowered {
+        Fields::new_lowered(head, spans)
+    } else {
+        Fields::new(head, spans)
+    };
+    request_head(fields, target, method, version).map(Some)
+}
+
+/// A request head's length, where its method and target lie, and its minor version.
+type LineRead = (usize, Range<usize>, Range<usize>, u8);
+
+/// The request head at the start of `buf` read by httparse; its fields' spans pushed to
+/// `spans`. `None`: not whole yet.
+fn parse_with_httparse(buf: &[u8], spans: &mut Vec<Span>) -> Result<Option<LineRead>, HeadError> {
     let mut slots = [const { MaybeUninit::uninit() }; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);
     let len = match req.parse_with_uninit_headers(buf, &mut slots) {
@@ -58,26 +105,19 @@ pub(crate) fn parse_request(buf: &mut BytesMut) -> Result<Option<Head>, HeadErro
         }
         Err(e) => return Err(HeadError::Bad(e.to_string())),
     };
-    if len > MAX_HEAD {
-        return Err(HeadError::TooLarge("request head larger than 64 KiB"));
-    }
-    let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes())
-        .map_err(|e| HeadError::Bad(e.to_string()))?;
-    let version = if req.version == Some(0) {
-        Version::HTTP_10
-    } else {
-        Version::HTTP_11
+    // where the method, the target, each name and value lie in the head, so the head can be
+    // split off
+    let at = |part: &str| {
+        let start = part.as_ptr() as usize - buf.as_ptr() as usize;
+        start..start + part.len()
     };
-    // where the target, each name and value lie in the head, so the head can be split off
-    let path = req.path.unwrap_or_default();
-    let target = path.as_ptr() as usize - buf.as_ptr() as usize..;
-    let target = target.start..target.start + path.len();
-    let mut spans = take_spans();
+    // a whole head has both
+    let (Some(method), Some(target)) = (req.method, req.path) else {
+        return Err(HeadError::Bad("invalid request line".to_owned()));
+    };
+    let (method, target) = (at(method), at(target));
     spans.extend(header_spans(buf, req.headers));
-    let head = buf.split_to(len).freeze();
-    let target = Target::parse(&head, target)
-        .map_err(|e| HeadError::Bad(format!("invalid request target: {e}")))?;
-    request_head(Fields::new(head, spans), target, method, version).map(Some)
+    Ok(Some((len, method, target, req.version.unwrap_or(1))))
 }
 
 /// The request head with target `target` and header fields `fields`.

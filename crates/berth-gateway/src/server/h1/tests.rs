@@ -61,6 +61,24 @@ fn the_routing_key_name_is_the_one_from_bytes_makes() {
     assert_eq!(names, ["x-smg-routing-keys", "x-smg-routing-ke"]);
 }
 
+#[test]
+fn a_parsed_heads_names_are_written_lowercased_whether_read_plainly_or_by_httparse() {
+    // the first is plain (its names lowercased as it is read), the tab makes the second httparse's
+    for (raw, value) in [("X-Key: A", "A"), ("X-Key:\tA ", "A")] {
+        let head = parse(&format!(
+            "POST / HTTP/1.1\r\nHOST: gw\r\n{raw}\r\nContent-Length: 0\r\n\r\n"
+        ))
+        .unwrap();
+        let mut out = Vec::new();
+        head.fields.write_kept(&mut out, |_, _| true);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("host: gw\r\nx-key: {value}\r\ncontent-length: 0\r\n"),
+            "{raw}"
+        );
+    }
+}
+
 fn parse(raw: &str) -> Result<super::head::Head, HeadError> {
     parse_request(&mut BytesMut::from(raw.as_bytes())).map(Option::unwrap)
 }

@@ -5,7 +5,7 @@ use bytes::{Buf, BytesMut};
 use http::{HeaderValue, Method, StatusCode, Version};
 
 use super::H1Error;
-use crate::fields::{Fields, header_spans, same_name, take_spans};
+use crate::fields::{Fields, Span, header_spans, keep_spans, plain, same_name, take_spans};
 
 /// Headers a response head may have (httparse's table; more is an error).
 const MAX_HEADERS: usize = 100;
@@ -207,18 +207,28 @@ pub(crate) enum Parsed {
 
 /// Parses the response head at the start of `buf` (the answer to a `method` request) and takes
 /// it off. The header values are slices of the head's bytes split off `buf`: no copy, and the
-/// buffer is reused once the head is dropped.
+/// buffer is reused once the head is dropped. A head in its plain form is read without
+/// httparse (`fields::plain`: the same spans).
 pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Parsed, H1Error> {
-    let mut slots = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
-    let mut res = httparse::Response::new(&mut []);
-    let parsed = httparse::ParserConfig::default()
-        .parse_response_with_uninit_headers(&mut res, buf, &mut slots);
-    let len = match parsed {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
-        Err(e) => return Err(H1Error::Head(e.to_string())),
+    let mut spans = take_spans();
+    let plain = plain::status_line(buf).and_then(|(minor, code, start)| {
+        let len = plain::fields(buf, start, MAX_HEADERS, &mut spans)?;
+        Some((len, minor, code))
+    });
+    let lowered = plain.is_some();
+    let (len, minor, code) = match plain {
+        Some(read) => read,
+        None => {
+            spans.clear();
+            match parse_with_httparse(buf, &mut spans) {
+                Ok(Some(read)) => read,
+                other => {
+                    keep_spans(spans);
+                    return other.map(|_| Parsed::Partial);
+                }
+            }
+        }
     };
-    let code = res.code.unwrap_or_default();
     let status = StatusCode::from_u16(code).map_err(|e| H1Error::Head(e.to_string()))?;
     if status == StatusCode::SWITCHING_PROTOCOLS {
         return Err(H1Error::Head(
@@ -226,19 +236,46 @@ pub(crate) fn parse_response(buf: &mut BytesMut, method: &Method) -> Result<Pars
         ));
     }
     if status.is_informational() {
+        keep_spans(spans);
         buf.advance(len);
         return Ok(Parsed::Informational);
     }
-    let version = if res.version == Some(0) {
+    let version = if minor == 0 {
         Version::HTTP_10
     } else {
         Version::HTTP_11
     };
-    // where each name and value lies in the head, so the head can be split off after
-    let mut spans = take_spans();
-    spans.extend(header_spans(buf, res.headers));
     let head = buf.split_to(len).freeze();
-    response_head(Fields::new(head, spans), method, status, version)
+    let fields = if lowered {
+        Fields::new_lowered(head, spans)
+    } else {
+        Fields::new(head, spans)
+    };
+    response_head(fields, method, status, version)
+}
+
+/// The response head at the start of `buf` read by httparse: its length, minor version and
+/// code; its fields' spans pushed to `spans`. `None`: not whole yet.
+fn parse_with_httparse(
+    buf: &[u8],
+    spans: &mut Vec<Span>,
+) -> Result<Option<(usize, u8, u16)>, H1Error> {
+    let mut slots = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut res = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default()
+        .parse_response_with_uninit_headers(&mut res, buf, &mut slots);
+    let len = match parsed {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(H1Error::Head(e.to_string())),
+    };
+    // where each name and value lies in the head, so the head can be split off after
+    spans.extend(header_spans(buf, res.headers));
+    Ok(Some((
+        len,
+        res.version.unwrap_or(1),
+        res.code.unwrap_or_default(),
+    )))
 }
 
 /// The response head whose header fields are `fields`.

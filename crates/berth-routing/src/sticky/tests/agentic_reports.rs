@@ -163,3 +163,104 @@ fn the_fleets_load_counts_what_the_turns_cost_so_a_busy_fleet_keeps_a_group_toge
     let d = route(&r, &snap, Some("new"), &t, &[], now, &mut rng);
     assert_eq!(d.worker, WorkerId(0), "the copy costs the busy fleet more");
 }
+
+/// Session `s` opened on worker 0 with a 1000-token prompt (read: the prefix index holds it
+/// there), then took eight turns that streamed unread, each answer reporting the prompt grown
+/// by 500 tokens, to 5000; with `neighbour`, a second session on worker 0 taking its turns
+/// alongside, its engine reporting 4000 tokens. Worker 0 then has 500 ms of prefill queued
+/// (six keyless 1000-token prefills, the first 100 ms in), worker 1 nothing, and a turn of `s`
+/// of 5100 tokens is read (its worker's queue is clearly the longer). Where does it go, on
+/// workers of `kv` tokens of KV?
+fn read_turn_after_reports(kv: u64, neighbour: bool, seed: u64) -> WorkerId {
+    let f = Fleet::with_kv(2, kv);
+    let snap = f.snap(&[]);
+    let r = agentic();
+    let mut rng = Rng::seeded(seed);
+    let first = fresh("the session's first task", 1000);
+    let mut opened = vec![("s", first.clone(), 1000)];
+    if neighbour {
+        opened.push(("n", fresh("a neighbour's task", 4000), 4000));
+    }
+    for (k, t, tokens) in &opened {
+        let mut d = route(
+            &r,
+            &snap,
+            Some(k),
+            t,
+            &all_but(WorkerId(0), 2),
+            T0,
+            &mut rng,
+        );
+        assert_eq!(d.worker, WorkerId(0));
+        d.lease.first_byte(T0, false);
+        let report = Report {
+            cached_tokens: 0,
+            prompt_tokens: Some(*tokens),
+        };
+        r.observe_reported(d.lease.take_ticket().unwrap(), report, &snap);
+    }
+    for turn in 1..=8u64 {
+        let t = unread_turn(&r, &snap, "s", Duration::from_secs(10 * turn));
+        assert_eq!(t.worker(), WorkerId(0));
+        let report = Report {
+            cached_tokens: 500 + 500 * turn,
+            prompt_tokens: Some(1000 + 500 * turn),
+        };
+        r.observe_reported(t, report, &snap);
+        if neighbour {
+            let t = unread_turn(&r, &snap, "n", Duration::from_secs(10 * turn));
+            let report = Report {
+                cached_tokens: 3900,
+                prompt_tokens: Some(4000),
+            };
+            r.observe_reported(t, report, &snap);
+        }
+    }
+    let _queued = super::agentic::queue_on(&r, &snap, 0, 6, "other work");
+    let t = format!("{first}{}", fresh("the history since", 4100));
+    route(
+        &r,
+        &snap,
+        Some("s"),
+        &t,
+        &[],
+        Duration::from_secs(85),
+        &mut rng,
+    )
+    .worker
+}
+
+/// With KV to spare (1,000,000 tokens a worker), worker 0 holds the 5000 tokens its last
+/// answer reported: staying costs 10 + 0.1 x (5000 queued + 100) = 520 ms, moving re-prefills
+/// the whole history on worker 1, 10 + 0.1 x 5100 = 520 ms: it stays. Priced from the prefix
+/// index alone (which knows only the 1000 tokens it read) worker 0 looked as if it had lost
+/// the history (4100 tokens to recompute there, 920 ms, the move factor 1.2) and the session
+/// moved (issue #21 sessions 13-14: such moves were up to half of what the slowest requests
+/// waited behind on the saturated traces).
+#[test]
+fn a_session_stays_where_its_reports_say_its_history_fits() {
+    for seed in 0..10 {
+        assert_eq!(
+            read_turn_after_reports(1_000_000, false, seed),
+            WorkerId(0),
+            "seed {seed}"
+        );
+    }
+}
+
+/// With 8000 tokens of KV a worker and the neighbour's 4000 reported tokens, worker 0's live
+/// sessions (9000 tokens by the reports) have outgrown its KV: the turn is expected to
+/// re-prefill its whole history there (no candidate holds any of it in common: 10 + 0.1 x
+/// (5000 + 5100) = 1020 ms), and worker 1 has room for it (520 ms): it moves. Crediting
+/// worker 0 with the 5000 reported tokens regardless (session 14) kept the session there
+/// (520 ms against 2 x 520 + 200), on a worker evicting its sessions' histories.
+#[test]
+fn a_session_leaves_a_worker_its_reports_say_is_over_its_kv() {
+    for seed in 0..10 {
+        assert_eq!(
+            read_turn_after_reports(8000, true, seed),
+            WorkerId(1),
+            "seed {seed}"
+        );
+    }
+}

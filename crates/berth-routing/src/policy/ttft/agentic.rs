@@ -99,9 +99,13 @@
 //!   its answers, else the capacity it reported). While they fit, the worker keeps the credit:
 //!   it holds at least the prompt its engine last reported for the session (`own(pinned)` at
 //!   most the prompt less that), so staying is free and a move copies the history. Once they
-//!   do not, the turn is expected to re-prefill its history there (evicted, or about to be),
-//!   so staying is priced as that re-prefill (`own(pinned)` at least the prompt less the
-//!   prefix every candidate holds; the move factor falls to about 1). Either way the move
+//!   do not, the turn is expected to re-prefill its history there (evicted, or about to be):
+//!   no credit, staying is priced from the prefix index as before, which for a long session
+//!   reads the history since its last read prompt as uncached (the move factor near 1).
+//!   (Raising `own(pinned)` to the whole prompt less the prefix every candidate holds made
+//!   the turn-boundary rebalance's copies free off such workers, and on the demo's agentic set,
+//!   where every worker of 6,144 tokens is over by the reports, moved sessions `main` kept:
+//!   cached share 0.980x: docs/benchmarks.md, issue #21 session 15.) Either way the move
 //!   goes only to a worker that can hold the history without overflowing (its live set plus
 //!   `own` within its KV), the calmest of those by the price above; when no other worker can,
 //!   to the best of all as before (staying evicts as much as moving). Without reports (the
@@ -349,25 +353,21 @@ fn has_room(e: &Estimate) -> bool {
 
 /// The evaluation a pinned turn's move is decided on (module docs, "The pinned worker's
 /// credit"): while `pinned`'s live sessions fit its KV, it holds at least the prompt its
-/// engine last reported for the session; once they do not, the turn re-prefills all but the
-/// prefix every candidate holds there. Unchanged without text.
+/// engine last reported for the session; once they do not, no credit (the prefix index's
+/// pricing). Unchanged without text.
 fn pinned_priced(eval: &Evaluation, pinned: WorkerId) -> Evaluation {
     let mut eval = eval.clone();
     if !eval.with_text {
         return eval;
     }
     let prompt = eval.prompt_tokens;
-    let (credit, common) = (eval.reported, eval.common_tokens);
-    if let Some(e) = eval.estimates.iter_mut().find(|e| e.worker == pinned) {
-        let own = if fits(e) {
-            match credit {
-                Some((w, held)) if w == pinned => e.own_tokens.min((prompt - held).max(0.0)),
-                _ => e.own_tokens,
-            }
-        } else {
-            e.own_tokens.max((prompt - common).max(0.0))
-        };
-        e.prediction.ttft_ms += e.per_token_ms * (own - e.own_tokens);
+    if let (Some((_, held)), Some(e)) = (
+        eval.reported.filter(|(w, _)| *w == pinned),
+        eval.estimates.iter_mut().find(|e| e.worker == pinned),
+    ) && fits(e)
+    {
+        let own = e.own_tokens.min((prompt - held).max(0.0));
+        e.prediction.ttft_ms -= e.per_token_ms * (e.own_tokens - own);
         e.own_tokens = own;
     }
     eval

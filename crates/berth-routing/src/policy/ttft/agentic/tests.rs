@@ -75,8 +75,8 @@ fn a_session_stays_while_its_workers_sessions_fit_its_kv() {
 }
 
 /// The same, but worker 0's live sessions have outgrown its KV (40,000 tokens by their
-/// reports): the turn is expected to re-prefill its history there (920 ms), and worker 1,
-/// with room for it, re-prefills it in 420 ms: it moves. Crediting worker 0 regardless kept
+/// reports): no credit, the turn is priced as the prefix index says, a re-prefill of its
+/// history there (920 ms), and worker 1, with room for it, re-prefills it in 420 ms: it moves. Crediting worker 0 regardless kept
 /// the session where its history was being evicted (session 14: lost histories rose in place
 /// of the moves).
 #[test]

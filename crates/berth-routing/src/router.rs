@@ -245,11 +245,6 @@ impl Router {
         if cands.is_empty() {
             return Err(Error::NoAvailableWorkers);
         }
-        // `agentic`: the session's ledger key, for its answer's report (`observe_reported`)
-        let ledger_session = key
-            .as_ref()
-            .filter(|_| self.cfg.policy == PolicyKind::Agentic && self.feedback.reads())
-            .map(|k| crate::policy::ttft::ledger::session_key(&k.key, req.model));
         // worker overload protection: placement leaves out workers over the thresholds
         let predicts = self.cfg.policy.predicts_ttft();
         let screen = self
@@ -307,7 +302,6 @@ impl Router {
             req.tokens.is_some(),
             decision.worker,
             &decision.lease,
-            ledger_session,
         );
         decision.lease.set_ticket(ticket);
         Ok(decision)

@@ -141,9 +141,6 @@ pub struct Ticket {
     pub(crate) worker: WorkerId,
     pub(crate) expectation: Option<Expectation>,
     pub(crate) session: Option<u128>,
-    /// `agentic`'s session ledger key of the request's session (`ledger::session_key`), so the
-    /// answer's reported prompt size reaches the session's live size.
-    pub(crate) ledger_session: Option<u128>,
 }
 
 impl Ticket {

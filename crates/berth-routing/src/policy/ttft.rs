@@ -90,12 +90,9 @@ impl Default for TtftConfig {
 /// What the session ledger says for one request (`TtftAware::ledger_view`).
 #[derive(Debug, Default)]
 struct LedgerView {
-    /// Per candidate, the tokens its live sessions hold (as read, and at their latest known
-    /// sizes), the turns per second they send and how many they are.
-    sets: Vec<(f64, f64, f64, u32)>,
-    /// The prompt tokens the engine last reported for the request's session, and the worker
-    /// that reported them (`Evaluation::reported`).
-    reported: Option<(WorkerId, f64)>,
+    /// Per candidate, the tokens its live sessions hold, the turns per second they send and
+    /// how many they are.
+    sets: Vec<(f64, f64, u32)>,
     /// The request's session's turns per second and turns taken ((0, 0): new or keyless).
     session_rate: (f64, u32),
     /// The turns a keyed request's session is expected to send after this one (0: keyless).
@@ -161,7 +158,7 @@ impl TtftAware {
     ) -> LedgerView {
         let Some(l) = &self.ledger else {
             return LedgerView {
-                sets: vec![(0.0, 0.0, 0.0, 0); cands.len()],
+                sets: vec![(0.0, 0.0, 0); cands.len()],
                 ..LedgerView::default()
             };
         };
@@ -174,12 +171,8 @@ impl TtftAware {
         LedgerView {
             sets: cands
                 .iter()
-                .map(|w| {
-                    let (set, live) = (l.working_set(*w), l.live_set(*w));
-                    (set as f64, live as f64, l.turn_rate(*w), l.sessions_on(*w))
-                })
+                .map(|w| (l.working_set(*w) as f64, l.turn_rate(*w), l.sessions_on(*w)))
                 .collect(),
-            reported: key.and_then(|k| l.reported(k)).map(|(w, p)| (w, p as f64)),
             session_rate: key.map_or((0.0, 0), |k| l.session_rate(k)),
             future_turns: key.map_or(0.0, |_| l.expected_turns() - 1.0),
             turn_tokens: l.turn_tokens(),
@@ -200,17 +193,6 @@ impl TtftAware {
             l.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .observe_turn(prompt.saturating_sub(cached) as f64, growth);
-        }
-    }
-
-    /// `agentic`: an engine reported `prompt` tokens for a turn of session `key` (its ledger
-    /// key) on `worker`: the session's live size and what `worker` held of it
-    /// (`Ledger::resize`).
-    pub(crate) fn observe_session_prompt(&self, key: u128, worker: WorkerId, prompt: u64) {
-        if let Some(l) = &self.ledger {
-            l.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .resize(key, worker, prompt);
         }
     }
 
@@ -346,7 +328,6 @@ impl TtftAware {
         let turn_cost_ms = in_ms(view.turn_tokens.or(placed));
         let LedgerView {
             sets,
-            reported,
             session_rate,
             future_turns,
             turn_tokens,
@@ -358,60 +339,52 @@ impl TtftAware {
             .zip(matched)
             .zip(sizes)
             .zip(sets)
-            .map(
-                |(((&w, m), cached_chars), (kv_set, kv_live, turn_rate, sessions))| {
-                    let Some(stats) = snap.stats(w) else {
-                        return Estimate {
-                            worker: w,
-                            own_tokens: prompt,
-                            prediction: Prediction {
-                                ttft_ms: f64::INFINITY,
-                                ahead_tokens: 0.0,
-                                decoding: 0.0,
-                            },
-                            cached_chars,
-                            kv_set,
-                            kv_live,
-                            turn_rate,
-                            sessions,
-                            kv_cap: f64::INFINITY,
-                            per_token_ms: fleet.per_token_ms,
-                        };
-                    };
-                    let own = match &text {
-                        Some(_) => (prompt - m as f64 / per).max(0.0),
-                        // an unread turn: a continuing turn's size when the engines told it
-                        None => turn_tokens.unwrap_or_else(|| self.state(stats).mean_own_tokens()),
-                    };
-                    let prediction = self
-                        .state(stats)
-                        .predict(now, stats.in_flight(), own, fleet);
-                    Estimate {
+            .map(|(((&w, m), cached_chars), (kv_set, turn_rate, sessions))| {
+                let Some(stats) = snap.stats(w) else {
+                    return Estimate {
                         worker: w,
-                        own_tokens: own,
-                        prediction,
+                        own_tokens: prompt,
+                        prediction: Prediction {
+                            ttft_ms: f64::INFINITY,
+                            ahead_tokens: 0.0,
+                            decoding: 0.0,
+                        },
                         cached_chars,
                         kv_set,
-                        kv_live,
                         turn_rate,
                         sessions,
-                        // what the worker keeps: the effective estimate feedback learned from
-                        // its answers, else the capacity it reported
-                        kv_cap: stats
-                            .learned_kv_tokens()
-                            .or_else(|| stats.kv_capacity_tokens())
-                            .map_or(f64::INFINITY, |t| t as f64),
-                        per_token_ms: self.state(stats).model(fleet).per_token_ms,
-                    }
-                },
-            )
+                        kv_cap: f64::INFINITY,
+                        per_token_ms: fleet.per_token_ms,
+                    };
+                };
+                let own = match &text {
+                    Some(_) => (prompt - m as f64 / per).max(0.0),
+                    // an unread turn: a continuing turn's size when the engines told it
+                    None => turn_tokens.unwrap_or_else(|| self.state(stats).mean_own_tokens()),
+                };
+                let prediction = self
+                    .state(stats)
+                    .predict(now, stats.in_flight(), own, fleet);
+                Estimate {
+                    worker: w,
+                    own_tokens: own,
+                    prediction,
+                    cached_chars,
+                    kv_set,
+                    turn_rate,
+                    sessions,
+                    kv_cap: stats
+                        .kv_capacity_tokens()
+                        .map_or(f64::INFINITY, |t| t as f64),
+                    per_token_ms: self.state(stats).model(fleet).per_token_ms,
+                }
+            })
             .collect();
         Evaluation {
             with_text: text.is_some(),
             prompt_tokens: prompt,
             common_tokens: common.min(prompt),
             session_rate,
-            reported,
             future_turns,
             parent,
             tip,

@@ -38,14 +38,6 @@ impl Router {
             let previous = self.feedback.previous_prompt(key, ticket.worker);
             t.observe_continuing_turn(prompt, report.cached_tokens, previous);
         }
-        // and every reported prompt is the session's live size on the worker that answered
-        if let (Some(s), Some(prompt), Some(t)) = (
-            ticket.ledger_session,
-            report.prompt_tokens,
-            self.policy.ttft(),
-        ) {
-            t.observe_session_prompt(s, ticket.worker, prompt);
-        }
         self.feedback.observe(&self.policy, ticket, report, snap)
     }
 
@@ -58,7 +50,6 @@ impl Router {
         tokens_hint: bool,
         worker: WorkerId,
         lease: &Lease,
-        ledger_session: Option<u128>,
     ) -> Option<Ticket> {
         if !self.feedback.reads() {
             return None;
@@ -82,7 +73,6 @@ impl Router {
             worker,
             expectation,
             session,
-            ledger_session,
         })
     }
 }

@@ -90,29 +90,6 @@
 //!   whole history and falls towards 1 with the share of it the worker has evicted (the prefix
 //!   index, bounded by the worker's KV capacity, tells): a history that must be prefilled
 //!   again anyway loses nothing by moving, so only the costs decide.
-//! - **The pinned worker's credit** (issue #21 session 15). A pinned session's turns stream
-//!   unread, so the prefix index knows only the last prompt of it that was read (for a long
-//!   session its first), and a read turn looked as if its worker had lost the history. Whether
-//!   it did depends on whether the worker's live sessions fit its KV: the ledger's *live set*
-//!   (each live session at its latest known size, the prompt the engine last reported for it
-//!   where it reported) against the worker's KV (`kv_cap`: the effective estimate learned from
-//!   its answers, else the capacity it reported). While they fit, the worker keeps the credit:
-//!   it holds at least the prompt its engine last reported for the session (`own(pinned)` at
-//!   most the prompt less that), so staying is free and a move copies the history. Once they
-//!   do not, the turn is expected to re-prefill its history there (evicted, or about to be):
-//!   no credit, staying is priced from the prefix index as before, which for a long session
-//!   reads the history since its last read prompt as uncached (the move factor near 1).
-//!   (Raising `own(pinned)` to the whole prompt less the prefix every candidate holds made
-//!   the turn-boundary rebalance's copies free off such workers, and on the demo's agentic set,
-//!   where every worker of 6,144 tokens is over by the reports, moved sessions `main` kept:
-//!   cached share 0.980x: docs/benchmarks.md, issue #21 session 15.) Either way the move
-//!   goes only to a worker that can hold the history without overflowing (its live set plus
-//!   `own` within its KV), the calmest of those by the price above; when no other worker can,
-//!   to the best of all as before (staying evicts as much as moving). Without reports (the
-//!   feedback `off`) nothing is credited and the live set is the ledger's read sizes.
-//!   (Session 14 credited the pinned worker always: moves fell 36 -> 6 over three runs but
-//!   turns that lost their history rose in their place, sessions kept on workers whose working
-//!   sets had outgrown their KV.)
 //! - **Turn-boundary rebalance.** Sessions are placed when they start, but how many turns each
 //!   will send is unknown then (3 to 60 on a coding-agent trace), so a worker can end up with
 //!   the chatty ones. The ledger keeps each session's turn rate and each worker's sum
@@ -287,7 +264,7 @@ pub(crate) fn life_cost(eval: &Evaluation) -> impl Fn(&Estimate) -> f64 + Copy {
 /// cheapest one, to the one whose live sessions send the fewest turns; the cheapest of those.
 pub(crate) fn place(cfg: &TtftConfig, eval: &Evaluation, rng: &mut Rng) -> Option<WorkerId> {
     if let Some(parent) = eval.parent.filter(|w| eval.of(*w).is_some()) {
-        return Some(clearly_better(cfg, eval, parent, |_| true, rng).unwrap_or(parent));
+        return Some(clearly_better(cfg, eval, parent, rng).unwrap_or(parent));
     }
     let extra = copy_weight(eval);
     let floor = eval
@@ -322,74 +299,30 @@ pub(crate) fn place(cfg: &TtftConfig, eval: &Evaluation, rng: &mut Rng) -> Optio
 }
 
 /// Where a session pinned to `pinned` moves, if staying is clearly worse than the move's whole
-/// cost elsewhere: decided on the evaluation with the pinned worker's credit
-/// ([`pinned_priced`]), onto a worker with room for the history when there is one.
+/// cost elsewhere.
 pub(crate) fn move_target(
     cfg: &TtftConfig,
     eval: &Evaluation,
     pinned: WorkerId,
     rng: &mut Rng,
 ) -> Option<WorkerId> {
-    let eval = &pinned_priced(eval, pinned);
     let here = eval.of(pinned)?;
-    let roomy = eval
-        .estimates
-        .iter()
-        .any(|e| e.worker != pinned && has_room(e));
-    let target = move |e: &Estimate| !roomy || has_room(e);
-    clearly_better(cfg, eval, pinned, target, rng).or_else(|| rebalance(cfg, eval, here, rng))
-}
-
-/// Whether `e`'s worker's live sessions fit its KV (the ledger's live set within `kv_cap`).
-fn fits(e: &Estimate) -> bool {
-    e.kv_live <= e.kv_cap
-}
-
-/// Whether `e`'s worker can take the prompt (its uncached tokens there) without its live
-/// sessions outgrowing its KV.
-fn has_room(e: &Estimate) -> bool {
-    e.kv_live + e.own_tokens <= e.kv_cap
-}
-
-/// The evaluation a pinned turn's move is decided on (module docs, "The pinned worker's
-/// credit"): while `pinned`'s live sessions fit its KV, it holds at least the prompt its
-/// engine last reported for the session; once they do not, no credit (the prefix index's
-/// pricing). Unchanged without text.
-fn pinned_priced(eval: &Evaluation, pinned: WorkerId) -> Evaluation {
-    let mut eval = eval.clone();
-    if !eval.with_text {
-        return eval;
-    }
-    let prompt = eval.prompt_tokens;
-    if let (Some((_, held)), Some(e)) = (
-        eval.reported.filter(|(w, _)| *w == pinned),
-        eval.estimates.iter_mut().find(|e| e.worker == pinned),
-    ) && fits(e)
-    {
-        let own = e.own_tokens.min((prompt - held).max(0.0));
-        e.prediction.ttft_ms -= e.per_token_ms * (e.own_tokens - own);
-        e.own_tokens = own;
-    }
-    eval
+    clearly_better(cfg, eval, pinned, rng).or_else(|| rebalance(cfg, eval, here, rng))
 }
 
 /// The move rule (module docs, "A pinned session moves"): the best other worker than `pinned`
-/// that `target` accepts when staying on `pinned` is clearly worse than the move's whole cost
-/// there.
+/// when staying on `pinned` is clearly worse than the move's whole cost there.
 fn clearly_better(
     cfg: &TtftConfig,
     eval: &Evaluation,
     pinned: WorkerId,
-    target: impl Fn(&Estimate) -> bool,
     rng: &mut Rng,
 ) -> Option<WorkerId> {
     let here = eval.of(pinned)?;
     let extra = copy_weight(eval);
     let price = move |e: &Estimate| fleet_cost(e, here.own_tokens, extra);
     let to = cheapest(
-        eval.estimates
-            .iter()
-            .filter(|e| e.worker != pinned && target(e)),
+        eval.estimates.iter().filter(|e| e.worker != pinned),
         price,
         rng,
     )?;
@@ -423,7 +356,6 @@ fn rebalance(
         e.worker != here.worker
             && e.turn_rate + s <= here.turn_rate - s
             && overflow(e) <= 0.0
-            && has_room(e)
             && (1.0 + extra) * copy * e.per_token_ms <= cfg.move_margin_ms
             && price(e) <= here.prediction.ttft_ms
     };
@@ -439,7 +371,4 @@ fn held_share(eval: &Evaluation, e: &Estimate) -> f64 {
     }
 }
 
-// Tests: `sticky/tests/agentic.rs` and `agentic_load.rs` (scripted sequences on the router);
-// the pinned worker's credit on the pure policy in `agentic/tests.rs`.
-#[cfg(test)]
-mod tests;
+// Tests: `sticky/tests/agentic.rs` and `agentic_load.rs` (scripted sequences on the router).

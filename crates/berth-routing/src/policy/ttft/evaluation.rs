@@ -12,18 +12,13 @@ pub(crate) struct Estimate {
     pub(crate) prediction: Prediction,
     /// Characters the worker holds in the prefix index (the near-tie break: least cached).
     pub(crate) cached_chars: usize,
-    /// `agentic`: the tokens the worker's live sessions hold (the session ledger), each at its
-    /// last read prompt: what placement's overflow prices.
+    /// `agentic`: the tokens the worker's live sessions hold (the session ledger).
     pub(crate) kv_set: f64,
-    /// `agentic`: the same at the sessions' latest known sizes, reported by the engines where
-    /// they reported (the ledger's live set): whether the worker's sessions fit its KV.
-    pub(crate) kv_live: f64,
     /// `agentic`: the turns per second the worker's live sessions send (the session ledger).
     pub(crate) turn_rate: f64,
     /// `agentic`: the live sessions the worker carries (the session ledger).
     pub(crate) sessions: u32,
-    /// The worker's KV capacity in tokens: the effective estimate learned from its answers
-    /// (`--cache-feedback on`), else the capacity it reported (infinite when neither).
+    /// The worker's KV capacity in tokens (infinite when it did not say).
     pub(crate) kv_cap: f64,
     /// The worker's prefill cost per token, ms (what an eviction costs when the evicted
     /// tokens are sent again).
@@ -42,10 +37,6 @@ pub(crate) struct Evaluation {
     /// `agentic`: the request's session's turns per second and the turns it took before this
     /// one (zeros for a new or keyless one).
     pub(crate) session_rate: (f64, u32),
-    /// `agentic`: the worker that answered the request's session's latest reported turn and
-    /// the prompt tokens it reported (what it held of the session then), while the session is
-    /// still there.
-    pub(crate) reported: Option<(WorkerId, f64)>,
     /// `agentic`: the turns the request's session is expected to send after this one (the
     /// ledger's expected turns per session less one; 0 for a keyless request or `ttft_aware`).
     pub(crate) future_turns: f64,

@@ -42,17 +42,6 @@
 //!   made the next copy look cheaper than keeping a session with its group, and the copies
 //!   evicted more (docs/benchmarks.md, #17 session 9).
 //!
-//! And each worker's *live set*: the same sum with each session at the latest size it is known
-//! to have, its last read prompt or the prompt its worker's engine last reported for it
-//! ([`Ledger::resize`]), less its base. A pinned session's turns stream unread, so the working
-//! set above keeps its last *read* prompt (for a long session, its first); placement's overflow
-//! price was tuned on those sizes and is kept on them (refreshed from the reports, every worker
-//! of the demo's agentic set read as over its KV and the price spread each prompt group over
-//! the fleet: docs/benchmarks.md, issue #21 session 13). The live set is what `agentic`'s move
-//! rule asks whether a worker's sessions still fit its KV (`agentic.rs`, "A pinned session
-//! moves"). The ledger also keeps the prompt tokens the engine last reported for a session on
-//! its worker ([`Ledger::reported`]): what that worker held of it then.
-//!
 //! And where each live session's conversation has got to, its *tip*: the chained hash of the
 //! last whole chunk of its latest prompt whose text was read, when no worker's prefix index
 //! held that chunk before (text of this conversation alone, not a prefix other sessions
@@ -95,11 +84,6 @@ struct Session {
     worker: WorkerId,
     /// Tokens counted: the last prompt less `base`.
     tokens: u64,
-    /// Tokens in the live set: the latest known prompt (read or reported) less `base`.
-    live: u64,
-    /// The prompt tokens its worker's engine last reported for it (0: none since it went
-    /// there).
-    reported: u64,
     /// Prefix tokens of the first prompt its worker already held from other sessions.
     base: u64,
     last_used: u64,
@@ -128,15 +112,6 @@ struct Tip {
     split: bool,
 }
 
-/// `map[w]` plus `add` less `sub` (at least 0; an entry at 0 is removed).
-fn add_to(map: &mut HashMap<WorkerId, u64>, w: WorkerId, add: u64, sub: u64) {
-    let v = map.entry(w).or_insert(0);
-    *v = v.saturating_add(add).saturating_sub(sub);
-    if *v == 0 {
-        map.remove(&w);
-    }
-}
-
 /// The ledger's key of a session: its routing key within its model (a 128-bit hash).
 pub(crate) fn session_key(key: &(impl AsRef<[u8]> + ?Sized), model: Option<&str>) -> u128 {
     let model = model.unwrap_or("");
@@ -161,8 +136,6 @@ pub struct LedgerStats {
 pub(crate) struct Ledger {
     sessions: HashMap<u128, Session>,
     per_worker: HashMap<WorkerId, u64>,
-    /// Per worker, its live sessions' latest known sizes (module docs, the live set).
-    live_per_worker: HashMap<WorkerId, u64>,
     /// Per worker, the sum of its live sessions' turn rates.
     rate_per_worker: HashMap<WorkerId, f64>,
     /// Per worker, its live sessions.
@@ -188,34 +161,6 @@ impl Ledger {
     /// The tokens `w`'s live sessions hold.
     pub(crate) fn working_set(&self, w: WorkerId) -> u64 {
         self.per_worker.get(&w).copied().unwrap_or(0)
-    }
-
-    /// The tokens `w`'s live sessions hold at their latest known sizes (module docs).
-    pub(crate) fn live_set(&self, w: WorkerId) -> u64 {
-        self.live_per_worker.get(&w).copied().unwrap_or(0)
-    }
-
-    /// The prompt tokens the engine last reported for session `key` on its worker, and that
-    /// worker (`None`: no report since the session went there, or unknown session).
-    pub(crate) fn reported(&self, key: u128) -> Option<(WorkerId, u64)> {
-        self.sessions
-            .get(&key)
-            .filter(|s| s.reported > 0)
-            .map(|s| (s.worker, s.reported))
-    }
-
-    /// An engine reported `prompt` tokens for a turn of session `key` on `w`: the session's
-    /// live size becomes `prompt` less its base, and what `w` held of it then is `prompt`
-    /// (module docs). Nothing for a session the ledger does not hold or that has moved to
-    /// another worker since.
-    pub(crate) fn resize(&mut self, key: u128, w: WorkerId, prompt: u64) {
-        let Some(s) = self.sessions.get_mut(&key).filter(|s| s.worker == w) else {
-            return;
-        };
-        let live = prompt.saturating_sub(s.base);
-        let old = std::mem::replace(&mut s.live, live);
-        s.reported = prompt;
-        add_to(&mut self.live_per_worker, w, live, old);
     }
 
     /// The turns per second `w`'s live sessions are expected to send.
@@ -370,15 +315,18 @@ impl Ledger {
         }
     }
 
-    fn add(&mut self, w: WorkerId, tokens: u64, live: u64) {
+    fn add(&mut self, w: WorkerId, tokens: u64) {
         *self.per_worker.entry(w).or_insert(0) += tokens;
-        add_to(&mut self.live_per_worker, w, live, 0);
         *self.sessions_per_worker.entry(w).or_insert(0) += 1;
     }
 
-    fn sub(&mut self, w: WorkerId, tokens: u64, live: u64) {
-        add_to(&mut self.per_worker, w, 0, tokens);
-        add_to(&mut self.live_per_worker, w, 0, live);
+    fn sub(&mut self, w: WorkerId, tokens: u64) {
+        if let Some(t) = self.per_worker.get_mut(&w) {
+            *t = t.saturating_sub(tokens);
+            if *t == 0 {
+                self.per_worker.remove(&w);
+            }
+        }
         if let Some(n) = self.sessions_per_worker.get_mut(&w) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -394,7 +342,7 @@ impl Ledger {
             if let Some(tip) = s.tip {
                 self.drop_tip(tip, key);
             }
-            self.sub(s.worker, s.tokens, s.live);
+            self.sub(s.worker, s.tokens);
             self.sub_rate(s.worker, s.rate);
             self.live_turns = self.live_turns.saturating_sub(u64::from(s.turns));
             if ended {
@@ -461,18 +409,11 @@ impl Ledger {
             (None, Some(p)) => p.tokens,
             (None, None) => 0,
         };
-        // the live size: this prompt when read, else the latest known (a report since)
-        let live = match (prompt, prev) {
-            (None, Some(p)) => p.live,
-            _ => tokens,
-        };
-        // what the engine reported holds on the worker that reported it
-        let reported = prev.filter(|p| p.worker == w).map_or(0, |p| p.reported);
         if let Some(p) = prev {
-            self.sub(p.worker, p.tokens, p.live);
+            self.sub(p.worker, p.tokens);
             self.sub_rate(p.worker, p.rate);
         }
-        self.add(w, tokens, live);
+        self.add(w, tokens);
         let rate = self.rate_of(session_gap);
         self.add_rate(w, rate);
         self.live_turns += 1;
@@ -488,8 +429,6 @@ impl Ledger {
             Session {
                 worker: w,
                 tokens,
-                live,
-                reported,
                 base,
                 last_used: now,
                 queued_at,

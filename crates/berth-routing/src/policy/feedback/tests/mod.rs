@@ -435,7 +435,6 @@ fn a_pinned_session_is_compared_with_its_previous_answer() {
         worker: W0,
         expectation: None,
         session: key,
-        ledger_session: None,
     };
     let o = r
         .observe_reported(unread.clone(), report(4096, &p), &snap)

@@ -27,7 +27,6 @@ fn after_an_unread_turn(mode: FeedbackMode) -> usize {
         worker: W0,
         expectation: None,
         session: key,
-        ledger_session: None,
     };
     let o = r
         .observe_reported(unread, report(2048, &p1), &snap)
@@ -74,7 +73,6 @@ fn a_short_session_next_to_a_shared_prompt(policy: PolicyKind) -> (BodyPath, usi
         worker: W0,
         expectation: None,
         session: Some(key),
-        ledger_session: None,
     };
     r.observe_reported(unread, report(0, &p1), &snap);
     let p2 = cat(&p1, &text("and its history since ", 2048));
@@ -115,7 +113,6 @@ fn ttft_aware_decides_a_turn_read_for_the_feedback_with_its_text() {
             worker: W0,
             expectation: None,
             session: Some(key),
-            ledger_session: None,
         };
         r.observe_reported(unread, report(0, &p1), &snap);
         let mean = || r.policy.ttft().unwrap().state(&stats[0]).mean_own_tokens();

@@ -27,41 +27,6 @@ fn a_session_counts_its_last_prompt_on_its_worker() {
 }
 
 #[test]
-fn the_live_set_counts_each_session_at_its_latest_reported_size() {
-    let mut l = Ledger::default();
-    // a session opened on a 2000-token system prompt its worker held, 2500 tokens in all
-    l.record(1, A, Some(2500), 2000, 0);
-    l.record(2, A, Some(900), 0, 0);
-    assert_eq!((l.working_set(A), l.live_set(A)), (1400, 1400));
-    assert_eq!(l.reported(1), None, "nothing reported yet");
-    // its turns stream unread: the engine reports their prompts, 6000 tokens by now
-    l.record(1, A, None, 0, 1);
-    l.resize(1, A, 6000);
-    assert_eq!(
-        (l.working_set(A), l.live_set(A)),
-        (1400, 4000 + 900),
-        "the live set at the reported size past the base; the working set as read"
-    );
-    assert_eq!(l.reported(1), Some((A, 6000)));
-    // the next unread turn keeps the reported size
-    l.record(1, A, None, 0, 2);
-    assert_eq!(l.live_set(A), 4000 + 900);
-    assert_eq!(l.reported(1), Some((A, 6000)));
-    // a move: the read prompt on the new worker, nothing reported there yet; a late report
-    // from the worker the session left changes nothing, nor one of an unknown session
-    l.record(1, B, Some(6100), 0, 3);
-    assert_eq!(l.reported(1), None);
-    l.resize(1, A, 9000);
-    l.resize(7, A, 9000);
-    assert_eq!((l.live_set(A), l.live_set(B)), (900, 4100));
-    assert_eq!((l.working_set(A), l.working_set(B)), (900, 4100));
-    // an idle session leaves both sets
-    l.record(2, A, None, 0, 100_000);
-    l.expire(2_000_000);
-    assert_eq!((l.live_set(A), l.live_set(B)), (0, 0));
-}
-
-#[test]
 fn a_prefix_its_worker_held_is_counted_once() {
     let mut l = Ledger::default();
     // the first session brings a 2000-token system prompt; two more reuse it

@@ -31,6 +31,17 @@
 #              earlier build in the same run, e.g. BIN_s7=/work/berth-s7 and berth@s7:agentic:header);
 #              routing header (the bench's x-smg-routing-key per session) or none; the
 #              nginx rows run with --disable-worker-overload-protection (nginx has none)
+#        HASH_LAYOUTS (6): the hashing baseline's ring hashes the workers' URLs, ports included,
+#              so how evenly it spreads a trace's sessions depends on the ports (issue #21
+#              session 14: 1.48x the mean of seed 11's requests on one worker on 24001-24004,
+#              1.05x on 24101-24104). Before a trace's runs, the nginx rows' ring is probed on
+#              this many port layouts (layout k: the workers on BASE+20k+1..; FLEET <= 8) with
+#              one tiny request per session (scripts/bench-agentic-ring.py), and the nginx rows
+#              run their workers on the layout whose busiest worker is least over the mean (the
+#              larger of its share of the trace's requests and of its prompt tokens): the
+#              fairest ring of those tried, whatever BASE_PORT is. Each table is followed by
+#              the layouts' figures and the ring's per-worker session share. 1: BASE's ports
+#              only, as before session 15
 #   e.g. RUNS=1 LOADS=saturated:1100:20480 scripts/bench-agentic.sh /tmp/t/dataset.jsonl
 #        SPEEDUP=80 LOADS=saturated-open:3200:32768:9 scripts/bench-agentic.sh /tmp/t96/dataset.jsonl
 set -euo pipefail
@@ -56,14 +67,15 @@ trap kill_pids EXIT
 mkdir -p "$OUT"
 [ -x "$BIN" ] || { echo "no berth binary at $BIN (cargo build --release -p berth)" >&2; exit 1; }
 
-start_sims() { # n kv tscale prefill: starts n sim workers on BASE+1.., sets URLS
+start_sims() { # n kv tscale prefill: starts n sim workers on SIM_BASE+1.. (BASE+1..), sets URLS
     URLS=()
+    local at=${SIM_BASE:-$BASE}
     for i in $(seq 1 "$1"); do
-        "$BIN" sim-worker --host 127.0.0.1 --port $((BASE + i)) --model sim-model \
+        "$BIN" sim-worker --host 127.0.0.1 --port $((at + i)) --model sim-model \
             --kv-capacity-tokens "$2" --prefill-tokens-per-sec "$4" --time-scale "$3" \
             >"$OUT/sim-$i.log" 2>&1 &
         PIDS+=($!)
-        URLS+=("http://127.0.0.1:$((BASE + i))")
+        URLS+=("http://127.0.0.1:$((at + i))")
     done
     for u in "${URLS[@]}"; do wait_http "$u/health"; done
 }
@@ -122,8 +134,30 @@ row_line() { # label dir: one TSV line of the figures of summary.json (+ the rec
         .stickiness.ratio, .failed, $d] | @tsv' "$2/summary.json"
 }
 
+HASH_LAYOUTS=${HASH_LAYOUTS:-6}
+[ "$FLEET" -le 8 ] || HASH_LAYOUTS=1
+ring_layout() { # before a trace's runs: sets HASH_BASE (the nginx rows' SIM_BASE) and RING (text)
+    HASH_BASE=$BASE
+    RING=""
+    [[ " $ROWS " == *" nginx:"* ]] || return 0
+    local files=() k
+    for k in $(seq 0 $((HASH_LAYOUTS - 1))); do
+        SIM_BASE=$((BASE + 20 * k)) start_sims "$FLEET" 32768 0 1000000
+        start_router nginx consistent_hashing
+        python3 "$ROOT/scripts/bench-agentic-ring.py" probe "$TRACE" "$GW" "$OUT/ring-$name-$k.tsv"
+        files+=("$OUT/ring-$name-$k.tsv")
+        stop_all
+    done
+    RING=$(python3 "$ROOT/scripts/bench-agentic-ring.py" choose "$TRACE" "$FLEET" "${files[@]}")
+    k=$(tail -n 1 <<<"$RING")
+    HASH_BASE=$((BASE + 20 * k))
+    RING="hashing ring (nginx rows), $HASH_LAYOUTS port layouts probed, the rows ran on layout $k:
+$(head -n -1 <<<"$RING" | sed 's/^/- /')"
+}
+
 for TRACE in "$@"; do
     name=$(basename "$(dirname "$TRACE")")
+    ring_layout
     for load in $LOADS; do
         IFS=: read -r lname prefill kv rate <<<"$load"
         tsv="$OUT/$name-$lname-f$FLEET.tsv"
@@ -138,7 +172,9 @@ for TRACE in "$@"; do
                 IFS=: read -r router policy routing extra <<<"$row"
                 [ "$router" = smg ] && [ ! -x "$SMG" ] && continue
                 case $routing in header) mode=smg_routing_key ;; *) mode=none ;; esac
-                start_sims "$FLEET" "$kv" "$TSCALE" "$prefill"
+                sims_at=$BASE
+                [ "$router" = nginx ] && sims_at=$HASH_BASE
+                SIM_BASE=$sims_at start_sims "$FLEET" "$kv" "$TSCALE" "$prefill"
                 start_router "$router" "$policy" ${extra//,/ }
                 art="$OUT/art/$name-$lname-f$FLEET-${row//[:,@]/_}-$run"
                 bench "$GW" "$mode" "$art" && row_line "$row" "$art" >>"$tsv"
@@ -152,5 +188,6 @@ for TRACE in "$@"; do
         arrivals=${rate:+, sessions arriving at $rate/s}
         echo "### $name, $lname: $FLEET workers, prefill $prefill tokens/s, KV $kv tokens per worker$arrivals, $RUNS run(s)"
         python3 "$ROOT/scripts/bench-agentic-table.py" "$tsv" "$prefill" "$TSCALE" "$FLEET" "${rate:-}"
+        [ -z "$RING" ] || printf '\n%s\n' "$RING"
     done
 done

@@ -60,8 +60,8 @@
 //! - **Under KV pressure** (#17 session 15): when the engines report that the fleet's
 //!   continuing turns re-prefill more than [`PRESSURE_RATIO`] times what they add (the ledger's
 //!   reported uncached tokens per continuing turn against its growth: most of what they
-//!   prefill is history their workers evicted; never without reports, so `--cache-feedback
-//!   off` routes as before), a new session whose prompt's prefix some candidates hold (within
+//!   prefill is history their workers evicted; read under `--cache-feedback` `measure` and
+//!   `on`, never under `off`, which routes as before), a new session whose prompt's prefix some candidates hold (within
 //!   one typical turn's prefill of the most any holds) goes to the cheapest of those holders
 //!   by the price above unless staying there is clearly worse by the move rule below, as a
 //!   pinned turn of its group would. A copy of a group's prompt onto another worker evicts

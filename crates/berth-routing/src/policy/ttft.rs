@@ -326,6 +326,7 @@ impl TtftAware {
         let in_ms = |t: Option<f64>| t.map_or(0.0, |t| fleet.base_ms + fleet.per_token_ms * t);
         let turn_ms = in_ms(view.turn_growth.or(placed));
         let turn_cost_ms = in_ms(view.turn_tokens.or(placed));
+        let kv_pressure = agentic::kv_pressure(view.turn_tokens, view.turn_growth);
         let LedgerView {
             sets,
             session_rate,
@@ -390,6 +391,7 @@ impl TtftAware {
             tip,
             turn_ms,
             turn_cost_ms,
+            kv_pressure,
             estimates,
         }
     }

@@ -57,6 +57,19 @@
 //!   working set (the most free KV), then at random. The queue a worker shows now says little
 //!   about the next second when its sessions are in a pause between turns; their turn rate
 //!   says what they will send.
+//! - **Under KV pressure** (#17 session 15): when the engines report that the fleet's
+//!   continuing turns re-prefill more than [`PRESSURE_RATIO`] times what they add (the ledger's
+//!   reported uncached tokens per continuing turn against its growth: most of what they
+//!   prefill is history their workers evicted; read under `--cache-feedback` `measure` and
+//!   `on`, never under `off`, which routes as before), a new session whose prompt's prefix some candidates hold (within
+//!   one typical turn's prefill of the most any holds) goes to the cheapest of those holders
+//!   by the price above unless staying there is clearly worse by the move rule below, as a
+//!   pinned turn of its group would. A copy of a group's prompt onto another worker evicts
+//!   what the sessions there use (its KV cannot hold both), and the life price, which sends a
+//!   session away from a holder carrying most of the fleet's turns, made such copies during
+//!   a burst of one group's sessions; each evicted the other group's prompt, whose next
+//!   sessions copied it elsewhere in turn, and `kvpressure` runs tipped from 0.78 to
+//!   0.45-0.65 cached (docs/benchmarks.md). A prompt nobody holds is placed by price as before.
 //! - **A new session that continues a live session's conversation** (a sub-agent started with
 //!   its parent's conversation: its prompt's chunk chain passes through the parent's tip, the
 //!   session ledger's `parent_of`) is a turn of that conversation: it goes to the parent's
@@ -130,6 +143,22 @@ pub(crate) const RATE_TIE: f64 = 0.05;
 /// four times its own prefill): an estimate from turn rates and queues is rough, and past this
 /// a copy that would even out a queue many turns long is still allowed.
 pub(crate) const LOAD_MAX: f64 = 0.8;
+
+/// The fleet is under KV pressure when the engines report that a continuing turn re-prefills
+/// more than this many times what it adds to its prompt: most of what the continuing turns
+/// prefill is history their workers had computed and evicted (module docs, "Under KV
+/// pressure").
+pub(crate) const PRESSURE_RATIO: f64 = 2.0;
+
+/// Whether the engines' reports show the fleet under KV pressure: a continuing turn's reported
+/// uncached tokens (`cost`, the ledger's) exceed [`PRESSURE_RATIO`] times the tokens it adds
+/// (`growth`). False until both were reported (`--cache-feedback off`: never).
+pub(crate) fn kv_pressure(cost: Option<f64>, growth: Option<f64>) -> bool {
+    match (cost, growth) {
+        (Some(c), Some(g)) => c > PRESSURE_RATIO * g.max(0.0),
+        _ => false,
+    }
+}
 
 /// Whether a worker sending `rate` turns per second is over its share of `rates` (every
 /// candidate's, itself included). Takes the rates as they are read (no collection: the pinned
@@ -295,7 +324,19 @@ pub(crate) fn place(cfg: &TtftConfig, eval: &Evaluation, rng: &mut Rng) -> Optio
     let calm = move |e: &&Estimate| e.turn_rate <= least * (1.0 + RATE_TIE) + f64::EPSILON;
     let fewest = close().filter(calm).map(|e| e.sessions).min()?;
     let few = move |e: &&Estimate| e.sessions <= fewest;
-    cheapest(close().filter(calm).filter(few), price, rng).map(|e| e.worker)
+    let chosen = cheapest(close().filter(calm).filter(few), price, rng)?;
+    if !eval.kv_pressure {
+        return Some(chosen.worker);
+    }
+    // under KV pressure a copy evicts what the sessions there use: a new session stays with
+    // the workers holding its prompt (within one typical turn's prefill of the most any
+    // candidate holds) unless staying there is clearly worse (the move rule)
+    let band_tokens = move |e: &Estimate| e.per_token_ms * (e.own_tokens - floor) <= band;
+    if band_tokens(chosen) {
+        return Some(chosen.worker);
+    }
+    let holder = cheapest(eval.estimates.iter().filter(|e| band_tokens(e)), price, rng)?;
+    Some(clearly_better(cfg, eval, holder.worker, rng).unwrap_or(holder.worker))
 }
 
 /// Where a session pinned to `pinned` moves, if staying is clearly worse than the move's whole

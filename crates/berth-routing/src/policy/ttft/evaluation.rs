@@ -56,6 +56,11 @@ pub(crate) struct Evaluation {
     /// re-prefilled included) in place of what it added; 0 for `ttft_aware`. The unit of the
     /// fleet's load (`agentic::load`): the workers are busy with what the turns cost.
     pub(crate) turn_cost_ms: f64,
+    /// `agentic`: the engines report that the fleet's KV no longer holds its live sessions'
+    /// histories: a continuing turn re-prefills more than it adds ([`super::agentic::kv_pressure`]).
+    /// Placement then keeps a new session with the workers holding its prompt unless staying
+    /// there is clearly worse (`agentic.rs`, "Under KV pressure"). False without reports.
+    pub(crate) kv_pressure: bool,
     pub(crate) estimates: Vec<Estimate>,
 }
 

@@ -163,3 +163,73 @@ fn the_fleets_load_counts_what_the_turns_cost_so_a_busy_fleet_keeps_a_group_toge
     let d = route(&r, &snap, Some("new"), &t, &[], now, &mut rng);
     assert_eq!(d.worker, WorkerId(0), "the copy costs the busy fleet more");
 }
+
+/// Under KV pressure (issue #17 session 15): group A's 2000-token prompt is on worker 0 with
+/// eight sessions, group B's on worker 1 with one; every session takes a turn a second that
+/// adds 200 tokens, and the engines report each continuing turn with only its group's prompt
+/// cached: it re-prefilled its history (3200-5000 tokens for 200 added), so the fleet's KV
+/// no longer holds its sessions' histories. Then a new session of group A (200 tokens of its
+/// own) arrives.
+///
+/// Worker 0 sends eight of the nine turns a second, so the new session's ten coming turns
+/// (the live sessions' mean so far, less this one) are priced as waiting there about
+/// 10 x 30 ms x 7 = 2.1 s and about 0.06 s on worker 1; the copy of the group's prompt to
+/// worker 1 costs 10 + 0.1 x 2200 = 230 ms plus four times its 2000 extra tokens' prefill for
+/// the requests behind it (the load at `LOAD_MAX`), about 1.1 s: without the rule the session
+/// took the copy to worker 1, whose KV then had to hold two groups' prompts (in
+/// `kvpressure` such copies, from a burst of one group's sessions, evicted the other group's
+/// prompt there and tipped runs from 0.78 to 0.45-0.65 cached: docs/benchmarks.md). Under KV
+/// pressure it stays with the holder of its prompt unless staying there is clearly worse by
+/// the move rule (30 ms on worker 0 against about 1.9 x 1030 + 200 ms): it goes to worker 0;
+/// with 25,000 tokens queued on worker 0 (2.5 s) it is, and the copy goes to worker 1.
+#[test]
+fn under_kv_pressure_a_new_session_stays_with_its_prompt_unless_staying_is_clearly_worse() {
+    let scenario = |backlog: usize| {
+        let f = Fleet::with_kv(2, 1_000_000);
+        let snap = f.snap(&[]);
+        let r = agentic();
+        let mut rng = Rng::seeded(11);
+        let groups = [fresh("group A prompt", 2000), fresh("group B prompt", 2000)];
+        let a: Vec<String> = (0..8).map(|i| format!("a{i}")).collect();
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let keys = [a, vec!["b0"]];
+        for (w, (group, keys)) in groups.iter().zip(&keys).enumerate() {
+            open_group(&r, &snap, &mut rng, group, keys, WorkerId(w as u32), 2);
+        }
+        for turn in 1..=10u64 {
+            let now = T0 + Duration::from_secs(turn);
+            for (w, keys) in keys.iter().enumerate() {
+                for k in keys {
+                    let t = unread_turn(&r, &snap, k, now);
+                    assert_eq!(t.worker(), WorkerId(w as u32));
+                    let report = Report {
+                        cached_tokens: 2000,
+                        prompt_tokens: Some(5000 + 200 * turn),
+                    };
+                    r.observe_reported(t, report, &snap);
+                }
+            }
+        }
+        let now = T0 + Duration::from_secs(11);
+        let e = evaluate_key(&r, &snap, "a0", now);
+        assert!(e.kv_pressure, "continuing turns re-prefill their histories");
+        let _queued: Vec<Decision> = (0..backlog)
+            .map(|i| {
+                let t = fresh(&format!("backlog {i}"), 1000);
+                route(&r, &snap, None, &t, &all_but(WorkerId(0), 2), now, &mut rng)
+            })
+            .collect();
+        let t = format!("{}{}", groups[0], fresh("a new session of A", 200));
+        route(&r, &snap, Some("new"), &t, &[], now, &mut rng).worker
+    };
+    assert_eq!(
+        scenario(0),
+        WorkerId(0),
+        "the session stays with its prompt"
+    );
+    assert_eq!(
+        scenario(25),
+        WorkerId(1),
+        "unless staying there is clearly worse"
+    );
+}

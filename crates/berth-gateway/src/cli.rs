@@ -81,10 +81,11 @@ pub struct Args {
     /// least recently used prefixes evicted first [default: 32].
     #[arg(long)]
     pub prefix_index_budget_mb: Option<usize>,
-    /// cache_aware, ttft_aware: read the cached tokens workers report in their answers
+    /// cache_aware, ttft_aware, agentic: read the cached tokens workers report in their answers
     /// (usage.prompt_tokens_details.cached_tokens, meta_info.cached_tokens, timings.cache_n):
-    /// off, measure (compare with the prefix index, metrics only) or on (also correct the index
-    /// and learn each worker's effective KV capacity) [default: measure].
+    /// off, measure (compare with the prefix index, index not corrected; agentic also sizes
+    /// its turns and sees KV pressure from the reports) or on (also correct the index and learn
+    /// each worker's effective KV capacity) [default: measure].
     #[arg(long)]
     pub cache_feedback: Option<String>,
     /// ttft_aware: starting fixed time to first byte of every worker, ms [default: 10].

@@ -61,10 +61,10 @@
 //!   continuing turns re-prefill more than [`PRESSURE_RATIO`] times what they add (the ledger's
 //!   reported uncached tokens per continuing turn against its growth: most of what they
 //!   prefill is history their workers evicted; read under `--cache-feedback` `measure` and
-//!   `on`, never under `off`, which routes as before), a new session whose prompt's prefix some candidates hold (within
-//!   one typical turn's prefill of the most any holds) goes to the cheapest of those holders
-//!   by the price above unless staying there is clearly worse by the move rule below, as a
-//!   pinned turn of its group would. A copy of a group's prompt onto another worker evicts
+//!   `on`, never under `off`, which routes as before), a new session whose prompt's prefix
+//!   some candidates hold (within one typical turn's prefill of the most any holds) goes to
+//!   the cheapest of those holders by the price above unless staying there is clearly worse
+//!   by the move rule below, as a pinned turn of its group would. A copy of a group's prompt onto another worker evicts
 //!   what the sessions there use (its KV cannot hold both), and the life price, which sends a
 //!   session away from a holder carrying most of the fleet's turns, made such copies during
 //!   a burst of one group's sessions; each evicted the other group's prompt, whose next

@@ -19,25 +19,7 @@ static TOKEN: [bool; 256] = {
     let mut map = [false; 256];
     let mut i = 0;
     while i < 256 {
-        let b = i as u8;
-        map[i] = b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
+        map[i] = berth_routing::key::is_tchar(i as u8);
         i += 1;
     }
     map

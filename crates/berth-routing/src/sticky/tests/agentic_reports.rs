@@ -44,6 +44,33 @@ fn open_group(
     }
 }
 
+/// Turns `turns` of every session in `groups` (group `w`'s keys, pinned to worker `w`), each at
+/// `at(turn)` and streaming unread, the engine reporting `5000 + growth x turn` prompt tokens
+/// with only the group's 2000-token prompt cached: each turn re-prefilled its history.
+fn report_turns(
+    r: &Router,
+    snap: &WorkerSnapshot,
+    groups: &[&[&str]],
+    turns: std::ops::RangeInclusive<u64>,
+    at: impl Fn(u64) -> Duration,
+    growth: u64,
+) {
+    for turn in turns {
+        let now = at(turn);
+        for (w, keys) in groups.iter().enumerate() {
+            for k in keys.iter() {
+                let t = unread_turn(r, snap, k, now);
+                assert_eq!(t.worker(), WorkerId(w as u32));
+                let report = Report {
+                    cached_tokens: 2000,
+                    prompt_tokens: Some(5000 + growth * turn),
+                };
+                r.observe_reported(t, report, snap);
+            }
+        }
+    }
+}
+
 /// Worker 0 holds a group's 2000-token prompt and four of its sessions, each opened with a
 /// 3000-token task and taking a turn every 10 s that adds 100 tokens; worker 1 is idle. The
 /// engine reports each continuing turn with only the group's prompt cached: it re-prefilled
@@ -68,18 +95,14 @@ fn a_re_prefilled_history_does_not_make_a_new_session_copy_its_groups_prompt() {
     let group = fresh("group prompt", 2000);
     let keys = ["s0", "s1", "s2", "s3"];
     open_group(&r, &snap, &mut rng, &group, &keys, WorkerId(0), 2);
-    for turn in 1..8u64 {
-        let now = Duration::from_secs(10 * turn);
-        for k in keys {
-            let t = unread_turn(&r, &snap, k, now);
-            assert_eq!(t.worker(), WorkerId(0));
-            let report = Report {
-                cached_tokens: 2000,
-                prompt_tokens: Some(5000 + 100 * turn),
-            };
-            r.observe_reported(t, report, &snap);
-        }
-    }
+    report_turns(
+        &r,
+        &snap,
+        &[&keys],
+        1..=7,
+        |t| Duration::from_secs(10 * t),
+        100,
+    );
     let e = evaluate_key(&r, &snap, "s0", Duration::from_secs(80));
     assert_eq!(
         e.turn_ms.round(),
@@ -131,20 +154,15 @@ fn the_fleets_load_counts_what_the_turns_cost_so_a_busy_fleet_keeps_a_group_toge
     for (w, (group, keys)) in groups.iter().zip(keys).enumerate() {
         open_group(&r, &snap, &mut rng, group, &keys, WorkerId(w as u32), 2);
     }
-    for turn in 1..8u64 {
-        let now = T0 + Duration::from_secs(turn);
-        for (w, keys) in keys.iter().enumerate() {
-            for k in keys {
-                let t = unread_turn(&r, &snap, k, now);
-                assert_eq!(t.worker(), WorkerId(w as u32));
-                let report = Report {
-                    cached_tokens: 2000,
-                    prompt_tokens: Some(5000 + 100 * turn),
-                };
-                r.observe_reported(t, report, &snap);
-            }
-        }
-    }
+    let groups_keys = [&keys[0][..], &keys[1][..]];
+    report_turns(
+        &r,
+        &snap,
+        &groups_keys,
+        1..=7,
+        |t| T0 + Duration::from_secs(t),
+        100,
+    );
     let now = T0 + Duration::from_secs(8);
     let e = evaluate_key(&r, &snap, "a0", now);
     assert_eq!(e.turn_ms.round(), 20.0, "coming turns: what a turn adds");
@@ -196,20 +214,15 @@ fn under_kv_pressure_a_new_session_stays_with_its_prompt_unless_staying_is_clear
         for (w, (group, keys)) in groups.iter().zip(&keys).enumerate() {
             open_group(&r, &snap, &mut rng, group, keys, WorkerId(w as u32), 2);
         }
-        for turn in 1..=10u64 {
-            let now = T0 + Duration::from_secs(turn);
-            for (w, keys) in keys.iter().enumerate() {
-                for k in keys {
-                    let t = unread_turn(&r, &snap, k, now);
-                    assert_eq!(t.worker(), WorkerId(w as u32));
-                    let report = Report {
-                        cached_tokens: 2000,
-                        prompt_tokens: Some(5000 + 200 * turn),
-                    };
-                    r.observe_reported(t, report, &snap);
-                }
-            }
-        }
+        let groups_keys = [&keys[0][..], &keys[1][..]];
+        report_turns(
+            &r,
+            &snap,
+            &groups_keys,
+            1..=10,
+            |t| T0 + Duration::from_secs(t),
+            200,
+        );
         let now = T0 + Duration::from_secs(11);
         let e = evaluate_key(&r, &snap, "a0", now);
         assert!(e.kv_pressure, "continuing turns re-prefill their histories");

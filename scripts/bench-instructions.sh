@@ -11,7 +11,9 @@
 # requests. vs_after is the ratio to this build, vs_nginx to nginx in the same run.
 # Instructions are not time (cache misses, syscalls and the kernel's share are not in them):
 # use it next to bench-vs-nginx.sh, not instead of it. `callgrind_annotate $OUT/cg-<label>.out.*`
-# shows where they go. NGINX=0 leaves nginx out.
+# shows where they go. NGINX=0 leaves nginx out. CALLGRIND_ARGS adds callgrind options, e.g.
+# "--cache-sim=yes --branch-sim=yes" (simulated cache and branch misses, per request with
+# `callgrind_annotate`; the VM has no hardware counters for `perf stat`).
 #
 # Needs: valgrind, nginx, wrk (apt-get install valgrind nginx wrk).
 # Usage: scripts/bench-instructions.sh [DURATION]
@@ -65,7 +67,8 @@ for var in $labels; do
                 --io-threads 1 --log-level warn)
             ready=http://127.0.0.1:$port/readiness ;;
     esac
-    valgrind --tool=callgrind --callgrind-out-file="$OUT/cg-$label.out" "${cmd[@]}" \
+    # shellcheck disable=SC2086
+    valgrind --tool=callgrind ${CALLGRIND_ARGS:-} --callgrind-out-file="$OUT/cg-$label.out" "${cmd[@]}" \
         >"$OUT/proxy-$label.log" 2>&1 &
     pid=$!
     PIDS+=("$pid")

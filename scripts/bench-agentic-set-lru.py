@@ -41,7 +41,9 @@ import json
 import os
 import sys
 
-M = (1 << 64) - 1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_prompts import prompt_choice  # noqa: E402
+
 SEED = int(os.environ.get("SEED", "1"))
 NPROMPTS = int(os.environ.get("NPROMPTS", "4"))
 KV = int(os.environ.get("KV", "6144"))
@@ -49,24 +51,6 @@ SYS = int(os.environ.get("SYS", "2112"))
 SPEED = float(os.environ.get("PREFILL", "2000")) / float(os.environ.get("TIME_SCALE", "0.2")) / 1000
 BASE = float(os.environ.get("BASE", "0"))
 SPILL = [float(x) for x in os.environ.get("SPILL", "100,200,400").split(",") if x]
-
-
-def splitmix(state):
-    state = (state + 0x9E3779B97F4A7C15) & M
-    z = state
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
-    return state, z ^ (z >> 31)
-
-
-def prompt_choice(seed, root_index, count):
-    """berth bench's `system_prompt_choice` (crates/berth-bench/src/workload/prompts.rs)."""
-    if count <= 1:
-        return 0
-    state = seed ^ 0x5157C401
-    _, derived = splitmix(state ^ ((root_index * 0xA0761D6478BD642F) & M))
-    _, x = splitmix(derived)
-    return x % count
 
 
 def pct(xs, p):

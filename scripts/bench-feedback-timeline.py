@@ -22,25 +22,12 @@ Usage: bench-feedback-timeline.py ARTIFACT_DIR SEED"""
 import collections
 import datetime
 import json
+import os
 import re
 import sys
 
-M = (1 << 64) - 1
-
-
-def splitmix(state):
-    state = (state + 0x9E3779B97F4A7C15) & M
-    z = state
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
-    return state, z ^ (z >> 31)
-
-
-def prompt_choice(seed, root_index, count=4):
-    """berth-bench's `system_prompt_choice`: Rng::new(seed ^ CHOICE_SALT).derive(i).below(n)."""
-    _, derived = splitmix((seed ^ 0x5157C401) ^ ((root_index * 0xA0761D6478BD642F) & M))
-    _, v = splitmix(derived)
-    return v % count
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_prompts import prompt_choice  # noqa: E402
 
 
 d, seed = sys.argv[1], int(sys.argv[2])
@@ -50,7 +37,7 @@ workers = sorted({r["routed_worker"] for r in recs})
 wi = {w: i for i, w in enumerate(workers)}
 n = len(workers)
 roots = [r for r in recs if r["depth"] == 0 and r["turn_index"] == 0]
-group = {r["session_id"]: prompt_choice(seed, i) for i, r in enumerate(roots)}
+group = {r["session_id"]: prompt_choice(seed, i, 4) for i, r in enumerate(roots)}
 ngroups = max(group.values(), default=0) + 1
 
 B = collections.defaultdict(collections.Counter)

@@ -246,3 +246,42 @@ fn a_tip_new_prompts_go_on_from_differently_or_two_sessions_share_names_no_paren
     l.set_tip(3, 35);
     assert_eq!(l.parent_of(&[32, 33, 34]), Some((2, A)));
 }
+
+#[test]
+fn live_kv_follows_the_engines_reports_where_the_working_set_keeps_read_sizes() {
+    let mut l = Ledger::default();
+    // two sessions over a 2000-token prompt worker A already held
+    l.record(1, A, Some(3000), 2000, 0);
+    l.record(2, A, Some(2500), 2000, 0);
+    assert_eq!((l.working_set(A), l.live_kv(A)), (1500, 1500));
+    // their turns stream unread; the engine reports session 1's prompt grown to 9000
+    l.record(1, A, None, 0, 10);
+    l.report_size(1, A, 9000);
+    assert_eq!(
+        l.working_set(A),
+        1500,
+        "the working set keeps the last read size"
+    );
+    assert_eq!(
+        l.live_kv(A),
+        7000 + 500,
+        "the live KV takes the reported one"
+    );
+    // another unread turn keeps the reported size; a report from another worker is ignored
+    l.record(1, A, None, 0, 20);
+    l.report_size(1, B, 20_000);
+    assert_eq!(l.live_kv(A), 7500);
+    assert_eq!(l.live_kv(B), 0);
+    // a report for a session the ledger does not hold changes nothing
+    l.report_size(99, A, 50_000);
+    assert_eq!(l.live_kv(A), 7500);
+    // a move takes the live size along (an unread turn: its latest known size)
+    l.record(1, B, None, 0, 30);
+    assert_eq!((l.live_kv(A), l.live_kv(B)), (500, 7000));
+    // a read turn resets it to the read prompt
+    l.record(1, B, Some(9500), 0, 40);
+    assert_eq!(l.live_kv(B), 7500);
+    // sessions that went idle stop counting
+    l.record(3, B, Some(100), 0, 40 + MAX_LIVE_MS);
+    assert_eq!((l.live_kv(A), l.live_kv(B)), (0, 100));
+}

@@ -210,7 +210,7 @@ impl Router {
         pinned
             .is_some_and(|p| {
                 t.pinned_is_fine(snap, cands, WorkerId(p), now)
-                    && !t.rebalance_due(snap, cands, WorkerId(p), key.key.as_bytes(), model)
+                    && !t.rebalance_due(cands, WorkerId(p), key.key.as_bytes(), model)
             })
             .then_some(scoped)
     }
@@ -277,13 +277,6 @@ impl Router {
             && prefix.is_some()
             && self.feedback.rereads()
             && self.cfg.policy == PolicyKind::Agentic;
-        // `agentic`: the session ledger's key, for the answer's report (`Ticket::ledger`)
-        let ledger_key = match (&key, self.policy.ttft()) {
-            (Some(k), Some(t)) if self.feedback.reads() => {
-                t.ledger_key(k.key.as_bytes(), req.model)
-            }
-            _ => None,
-        };
         let mut decision = self.decide(
             req,
             text,
@@ -309,7 +302,6 @@ impl Router {
             req.tokens.is_some(),
             decision.worker,
             &decision.lease,
-            ledger_key,
         );
         decision.lease.set_ticket(ticket);
         Ok(decision)

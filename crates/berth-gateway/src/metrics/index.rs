@@ -1,8 +1,7 @@
 //! The routing core's prefix index as metrics (`cache_aware`, `ttft_aware`, `agentic`),
 //! refreshed when scraped: `berth_prefix_index_bytes`, `berth_prefix_index_chunks` and
 //! `berth_prefix_index_evicted_chunks_total{reason}`; and `agentic`'s session ledger:
-//! `berth_agentic_sessions`, `berth_agentic_sessions_dropped_total` and
-//! `berth_agentic_live_kv_tokens`.
+//! `berth_agentic_sessions` and `berth_agentic_sessions_dropped_total`.
 
 use std::sync::Mutex;
 
@@ -22,7 +21,6 @@ pub(crate) struct IndexMetrics {
     /// Totals already counted (the core reports totals since start).
     seen: Mutex<[u64; 4]>,
     sessions: Gauge,
-    live_kv: Gauge,
     dropped: Counter,
     dropped_seen: Mutex<u64>,
 }
@@ -55,12 +53,6 @@ impl IndexMetrics {
             m.sessions.clone(),
         );
         registry.register(
-            "berth_agentic_live_kv_tokens",
-            "agentic: tokens the live sessions hold on their workers by their latest known sizes \
-             (the prompts the engines reported), summed over the workers",
-            m.live_kv.clone(),
-        );
-        registry.register(
             "berth_agentic_sessions_dropped",
             "agentic: sessions dropped from the full session ledger (least recently used first)",
             m.dropped.clone(),
@@ -75,15 +67,13 @@ impl IndexMetrics {
 
     /// Sets the ledger figures (summed over PD legs).
     pub(crate) fn update_ledger<'a>(&self, stats: impl Iterator<Item = &'a LedgerStats>) {
-        let (mut sessions, mut dropped, mut live) = (0usize, 0u64, 0u64);
+        let (mut sessions, mut dropped) = (0usize, 0u64);
         for s in stats {
             sessions += s.sessions;
             dropped += s.dropped_full;
-            live += s.live_kv_tokens;
         }
         self.sessions
             .set(i64::try_from(sessions).unwrap_or(i64::MAX));
-        self.live_kv.set(i64::try_from(live).unwrap_or(i64::MAX));
         let mut seen = self.dropped_seen.lock().unwrap_or_else(|p| p.into_inner());
         self.dropped.inc_by(dropped.saturating_sub(*seen));
         *seen = dropped.max(*seen);
@@ -114,40 +104,6 @@ impl IndexMetrics {
                 .get_or_create(&ReasonLabels { reason: r.as_str() });
             counter.inc_by(now.saturating_sub(*last));
             *last = now.max(*last);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_ledger_figures_sum_over_the_legs() {
-        let mut registry = Registry::default();
-        let m = IndexMetrics::register(&mut registry);
-        let legs = [
-            LedgerStats {
-                sessions: 3,
-                dropped_full: 1,
-                live_kv_tokens: 12_000,
-            },
-            LedgerStats {
-                sessions: 2,
-                dropped_full: 0,
-                live_kv_tokens: 500,
-            },
-        ];
-        m.update_ledger(legs.iter());
-        m.update_ledger(legs.iter());
-        let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
-        for line in [
-            "berth_agentic_sessions 5",
-            "berth_agentic_live_kv_tokens 12500",
-            "berth_agentic_sessions_dropped_total 1",
-        ] {
-            assert!(out.lines().any(|l| l == line), "{line} not in\n{out}");
         }
     }
 }

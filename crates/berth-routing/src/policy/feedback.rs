@@ -141,9 +141,6 @@ pub struct Ticket {
     pub(crate) worker: WorkerId,
     pub(crate) expectation: Option<Expectation>,
     pub(crate) session: Option<u128>,
-    /// `agentic`: the session ledger's key of the request's session (the answer's reported
-    /// prompt is its live size, `ttft/ledger.rs`).
-    pub(crate) ledger: Option<u128>,
 }
 
 impl Ticket {

@@ -90,9 +90,9 @@ impl Default for TtftConfig {
 /// What the session ledger says for one request (`TtftAware::ledger_view`).
 #[derive(Debug, Default)]
 struct LedgerView {
-    /// Per candidate, the tokens its live sessions hold, the turns per second they send, how
-    /// many they are, and what they hold by their latest known sizes (`Ledger::live_kv`).
-    sets: Vec<(f64, f64, u32, f64)>,
+    /// Per candidate, the tokens its live sessions hold, the turns per second they send and
+    /// how many they are.
+    sets: Vec<(f64, f64, u32)>,
     /// The request's session's turns per second and turns taken ((0, 0): new or keyless).
     session_rate: (f64, u32),
     /// The turns a keyed request's session is expected to send after this one (0: keyless).
@@ -158,7 +158,7 @@ impl TtftAware {
     ) -> LedgerView {
         let Some(l) = &self.ledger else {
             return LedgerView {
-                sets: vec![(0.0, 0.0, 0, 0.0); cands.len()],
+                sets: vec![(0.0, 0.0, 0); cands.len()],
                 ..LedgerView::default()
             };
         };
@@ -171,14 +171,7 @@ impl TtftAware {
         LedgerView {
             sets: cands
                 .iter()
-                .map(|w| {
-                    (
-                        l.working_set(*w) as f64,
-                        l.turn_rate(*w),
-                        l.sessions_on(*w),
-                        l.live_kv(*w) as f64,
-                    )
-                })
+                .map(|w| (l.working_set(*w) as f64, l.turn_rate(*w), l.sessions_on(*w)))
                 .collect(),
             session_rate: key.map_or((0.0, 0), |k| l.session_rate(k)),
             future_turns: key.map_or(0.0, |_| l.expected_turns() - 1.0),
@@ -188,50 +181,26 @@ impl TtftAware {
         }
     }
 
-    /// The session ledger's key of a request's session under routing key `key` (`agentic`
-    /// only: `None` for plain `ttft_aware`).
-    pub(crate) fn ledger_key(&self, key: &[u8], model: Option<&str>) -> Option<u128> {
-        self.ledger
-            .as_ref()
-            .map(|_| ledger::session_key(key, model))
-    }
-
-    /// `agentic`: an engine answered on `worker` with `prompt` tokens of which `cached` were
-    /// cached. The prompt is the live size of the ledger's session `key` (`ledger.rs`, "Live
-    /// KV"). `continuing`: the turn was a pinned session's that streamed unread (a continuing
-    /// turn), whose previous answer on that worker reported the given prompt tokens (`None`:
-    /// unknown): an unread turn's size and the typical continuing turn learn from it.
-    pub(crate) fn observe_answer(
-        &self,
-        key: Option<u128>,
-        worker: WorkerId,
-        prompt: u64,
-        cached: u64,
-        continuing: Option<Option<u64>>,
-    ) {
-        let Some(l) = &self.ledger else {
-            return;
-        };
-        let mut l = l.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(previous) = continuing {
+    /// `agentic`: an engine reported `prompt` tokens of which `cached` were cached for a turn
+    /// of a pinned session that streamed unread (a continuing turn), whose previous answer on
+    /// that worker reported `previous` prompt tokens (`None`: unknown): an unread turn's size
+    /// and the typical continuing turn learn from it (`ledger.rs`).
+    pub(crate) fn observe_continuing_turn(&self, prompt: u64, cached: u64, previous: Option<u64>) {
+        if let Some(l) = &self.ledger {
             let growth = previous
                 .and_then(|p| prompt.checked_sub(p))
                 .map(|g| g as f64);
-            l.observe_turn(prompt.saturating_sub(cached) as f64, growth);
-        }
-        if let Some(k) = key {
-            l.report_size(k, worker, prompt);
+            l.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .observe_turn(prompt.saturating_sub(cached) as f64, growth);
         }
     }
 
     /// `agentic`: whether session `key` may move off `pinned` by the turn-boundary rebalance
     /// (`agentic.rs`): it is a long one and `pinned`'s live sessions send clearly more than
-    /// their share of the fleet's turns, or (KV relief) `pinned`'s live sessions hold more than
-    /// its KV while another candidate has room for this session's; so its turn must be read,
-    /// not streamed unread.
+    /// their share of the fleet's turns, so its turn must be read, not streamed unread.
     pub(crate) fn rebalance_due(
         &self,
-        snap: &WorkerSnapshot,
         cands: &[WorkerId],
         pinned: WorkerId,
         key: &[u8],
@@ -241,26 +210,7 @@ impl TtftAware {
             return false;
         };
         let l = l.lock().unwrap_or_else(PoisonError::into_inner);
-        let session = ledger::session_key(key, model);
-        let cap = |w: WorkerId| {
-            snap.stats(w)
-                .and_then(|s| s.kv_capacity_tokens())
-                .map(|t| t as f64)
-        };
-        if let Some(c) = cap(pinned)
-            && l.live_kv(pinned) as f64 > c
-        {
-            let size = l.session_live(session) as f64;
-            let room = |w: &&WorkerId| {
-                **w != pinned
-                    && cap(**w)
-                        .is_some_and(|c| l.live_kv(**w) as f64 + size <= agentic::KV_ROOM * c)
-            };
-            if size > 0.0 && cands.iter().any(|w| room(&w)) {
-                return true;
-            }
-        }
-        let (rate, turns) = l.session_rate(session);
+        let (rate, turns) = l.session_rate(ledger::session_key(key, model));
         if rate <= 0.0 || turns < agentic::REBALANCE_MIN_TURNS {
             return false;
         }
@@ -390,50 +340,46 @@ impl TtftAware {
             .zip(matched)
             .zip(sizes)
             .zip(sets)
-            .map(
-                |(((&w, m), cached_chars), (kv_set, turn_rate, sessions, kv_live))| {
-                    let Some(stats) = snap.stats(w) else {
-                        return Estimate {
-                            worker: w,
-                            own_tokens: prompt,
-                            prediction: Prediction {
-                                ttft_ms: f64::INFINITY,
-                                ahead_tokens: 0.0,
-                                decoding: 0.0,
-                            },
-                            cached_chars,
-                            kv_set,
-                            kv_live,
-                            turn_rate,
-                            sessions,
-                            kv_cap: f64::INFINITY,
-                            per_token_ms: fleet.per_token_ms,
-                        };
-                    };
-                    let own = match &text {
-                        Some(_) => (prompt - m as f64 / per).max(0.0),
-                        // an unread turn: a continuing turn's size when the engines told it
-                        None => turn_tokens.unwrap_or_else(|| self.state(stats).mean_own_tokens()),
-                    };
-                    let prediction = self
-                        .state(stats)
-                        .predict(now, stats.in_flight(), own, fleet);
-                    Estimate {
+            .map(|(((&w, m), cached_chars), (kv_set, turn_rate, sessions))| {
+                let Some(stats) = snap.stats(w) else {
+                    return Estimate {
                         worker: w,
-                        own_tokens: own,
-                        prediction,
+                        own_tokens: prompt,
+                        prediction: Prediction {
+                            ttft_ms: f64::INFINITY,
+                            ahead_tokens: 0.0,
+                            decoding: 0.0,
+                        },
                         cached_chars,
                         kv_set,
-                        kv_live,
                         turn_rate,
                         sessions,
-                        kv_cap: stats
-                            .kv_capacity_tokens()
-                            .map_or(f64::INFINITY, |t| t as f64),
-                        per_token_ms: self.state(stats).model(fleet).per_token_ms,
-                    }
-                },
-            )
+                        kv_cap: f64::INFINITY,
+                        per_token_ms: fleet.per_token_ms,
+                    };
+                };
+                let own = match &text {
+                    Some(_) => (prompt - m as f64 / per).max(0.0),
+                    // an unread turn: a continuing turn's size when the engines told it
+                    None => turn_tokens.unwrap_or_else(|| self.state(stats).mean_own_tokens()),
+                };
+                let prediction = self
+                    .state(stats)
+                    .predict(now, stats.in_flight(), own, fleet);
+                Estimate {
+                    worker: w,
+                    own_tokens: own,
+                    prediction,
+                    cached_chars,
+                    kv_set,
+                    turn_rate,
+                    sessions,
+                    kv_cap: stats
+                        .kv_capacity_tokens()
+                        .map_or(f64::INFINITY, |t| t as f64),
+                    per_token_ms: self.state(stats).model(fleet).per_token_ms,
+                }
+            })
             .collect();
         Evaluation {
             with_text: text.is_some(),

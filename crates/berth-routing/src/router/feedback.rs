@@ -28,20 +28,15 @@ impl Router {
         // `agentic` sizes its typical turn by the continuing turns the engines report: a
         // pinned session's turn without the index's prediction streamed unread (what it added
         // to the prompt its previous answer on that worker reported, read before this answer
-        // replaces it); and every answer's reported prompt is its session's live size in the
-        // ledger (`ttft/ledger.rs`, "Live KV")
-        if let (Some(prompt), Some(t)) = (report.prompt_tokens, self.policy.ttft()) {
-            let continuing = match (&ticket.expectation, ticket.session) {
-                (None, Some(key)) => Some(self.feedback.previous_prompt(key, ticket.worker)),
-                _ => None,
-            };
-            t.observe_answer(
-                ticket.ledger,
-                ticket.worker,
-                prompt,
-                report.cached_tokens,
-                continuing,
-            );
+        // replaces it)
+        if let (None, Some(key), Some(prompt), Some(t)) = (
+            &ticket.expectation,
+            ticket.session,
+            report.prompt_tokens,
+            self.policy.ttft(),
+        ) {
+            let previous = self.feedback.previous_prompt(key, ticket.worker);
+            t.observe_continuing_turn(prompt, report.cached_tokens, previous);
         }
         self.feedback.observe(&self.policy, ticket, report, snap)
     }
@@ -55,7 +50,6 @@ impl Router {
         tokens_hint: bool,
         worker: WorkerId,
         lease: &Lease,
-        ledger: Option<u128>,
     ) -> Option<Ticket> {
         if !self.feedback.reads() {
             return None;
@@ -75,11 +69,10 @@ impl Router {
                     },
                 });
         let session = lease.pin_key();
-        (expectation.is_some() || session.is_some() || ledger.is_some()).then_some(Ticket {
+        (expectation.is_some() || session.is_some()).then_some(Ticket {
             worker,
             expectation,
             session,
-            ledger,
         })
     }
 }

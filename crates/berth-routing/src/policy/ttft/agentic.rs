@@ -4,7 +4,7 @@
 //! Per candidate `w`, for a prompt of `P` tokens of which `own(w)` are not cached on `w`:
 //!
 //! ```text
-//! overflow(w) = max(0, working_set(w) + own(w) - KV_ROOM x kv_capacity(w))
+//! overflow(w) = max(0, working_set(w) + own(w) - kv_capacity(w))
 //! cost(w)     = TTFT(w) + per_token(w) x overflow(w)
 //! ```
 //!
@@ -15,18 +15,6 @@
 //! priced as the prefill that sending those tokens again will cost. A prefix every candidate
 //! holds is the same on every worker, so it decides nothing and is not counted in working sets.
 //!
-//! **KV room** (issue #21 session 17). A coding agent's session resends a history that grows
-//! by every tool call, and its turns stream unread, so the prompts the router read (a
-//! session's first turn) undercount what a worker's live sessions hold several times over. The
-//! working set is the larger of the ledger's two sizes: the read prompts and the *live KV*,
-//! each session at the prompt its engine last reported (`ledger.rs`, "Live KV"). And the
-//! overflow starts at [`KV_ROOM`] of the worker's KV, not at all of it: the rest is what its
-//! sessions' coming turns grow into and what the requests running there use. Near saturation
-//! nearly all of the tail is turns that queued behind a history their worker had evicted and
-//! must prefill again (docs/benchmarks.md, session 17: in an offline replay of a saturated run,
-//! without those re-prefills and moves p99 fell from 398 to 145 ms), and a worker whose live
-//! sessions outgrow its KV evicts one history after another while another worker has room.
-//!
 //! **A copy is priced by the fleet's load** (session 5). Prefilling on `w` what another
 //! candidate already holds (a group's shared prefix, a session's history on a move) costs
 //! this request its prefill, and on a busy fleet it also delays every request that queues
@@ -34,11 +22,10 @@
 //! and moves compare
 //!
 //! ```text
-//! fleet_cost(w) = cost(w) + load / (1 - load) x per_token(w) x (own(w) - floor + overflow(w))
+//! fleet_cost(w) = cost(w) + load / (1 - load) x per_token(w) x (own(w) - floor)
 //! ```
 //!
-//! (what the copy evicts comes back as prompts to prefill again, behind which requests queue
-//! too) with `floor` the least `own` of the candidates (on a move: the pinned worker's) and `load`
+//! with `floor` the least `own` of the candidates (on a move: the pinned worker's) and `load`
 //! ([`load`]) the larger of what the live sessions send (their turn rates times what one
 //! typical turn costs the workers' prefill, per candidate) and the backlog every candidate has
 //! now (the least queue, `q` such turns: `q / (q + 1)`), at most [`LOAD_MAX`]. An idle worker takes a copy for
@@ -187,21 +174,9 @@ pub(crate) fn over_share(rate: f64, rates: impl IntoIterator<Item = f64>) -> boo
     mean > 0.0 && rate > REBALANCE_OVER * mean
 }
 
-/// The share of a worker's KV its live sessions may fill before a prompt sent there counts as
-/// evicting their histories (module docs, "KV room"): the rest is the room their coming turns
-/// grow into and the requests running there use.
-pub(crate) const KV_ROOM: f64 = 0.9;
-
-/// What `e`'s worker's live sessions hold: the larger of the working set (last read prompts)
-/// and the live KV (latest known sizes, the engines' reports).
-fn held_live(e: &Estimate) -> f64 {
-    e.kv_set.max(e.kv_live)
-}
-
-/// Tokens the prompt would evict on `e`'s worker: what its live sessions hold plus the prompt's
-/// own tokens past [`KV_ROOM`] of the worker's KV.
+/// Tokens the prompt would evict on `e`'s worker.
 fn overflow(e: &Estimate) -> f64 {
-    (held_live(e) + e.own_tokens - KV_ROOM * e.kv_cap).max(0.0)
+    (e.kv_set + e.own_tokens - e.kv_cap).max(0.0)
 }
 
 /// What sending the request to `e`'s worker costs, ms.
@@ -223,13 +198,13 @@ fn cheapest<'a>(
     let least = estimates
         .clone()
         .filter(near)
-        .map(held_live)
+        .map(|e| e.kv_set)
         .min_by(f64::total_cmp)?;
     let pool = || {
         estimates
             .clone()
             .filter(near)
-            .filter(move |e| held_live(e) <= least)
+            .filter(move |e| e.kv_set <= least)
     };
     let n = pool().count();
     pool().nth(rng.below(n))
@@ -262,13 +237,12 @@ pub(crate) fn load(eval: &Evaluation) -> f64 {
 
 /// What sending the request to `e`'s worker costs the fleet, ms: [`cost`], plus the delay the
 /// prefill it adds beyond `floor` tokens (what the best-placed candidate must prefill: a copy
-/// of a prefix or history another worker holds) and the re-prefill of what it evicts there
-/// ([`overflow`]: those histories come back as prompts to prefill again) cause the requests
-/// that queue behind them: `extra` (`load / (1 - load)`, [`copy_weight`]) times that prefill.
-/// On an idle fleet a copy delays nobody else; on a saturated one it delays every request
-/// behind it until the backlog drains.
+/// of a prefix or history another worker holds) causes the requests that queue behind it:
+/// `extra` (`load / (1 - load)`, [`copy_weight`]) times that prefill. On an idle fleet a copy
+/// delays nobody else; on a saturated one it delays every request behind it until the backlog
+/// drains.
 fn fleet_cost(e: &Estimate, floor: f64, extra: f64) -> f64 {
-    cost(e) + extra * e.per_token_ms * ((e.own_tokens - floor).max(0.0) + overflow(e))
+    cost(e) + extra * e.per_token_ms * (e.own_tokens - floor).max(0.0)
 }
 
 /// `load / (1 - load)` of [`load`]: how many times its own prefill a copy costs the requests
@@ -374,23 +348,7 @@ pub(crate) fn move_target(
     rng: &mut Rng,
 ) -> Option<WorkerId> {
     let here = eval.of(pinned)?;
-    clearly_better(cfg, eval, pinned, rng)
-        .or_else(|| relieve(eval, here, rng))
-        .or_else(|| rebalance(cfg, eval, here, rng))
-}
-
-/// KV relief (module docs, "KV room"): a read turn of a session whose worker's live sessions
-/// hold more than its KV goes to the cheapest other worker with room for it (its live sessions
-/// plus the copy within [`KV_ROOM`] of its KV), if any.
-fn relieve(eval: &Evaluation, here: &Estimate, rng: &mut Rng) -> Option<WorkerId> {
-    if !eval.with_text || here.kv_live <= here.kv_cap {
-        return None;
-    }
-    let extra = copy_weight(eval);
-    let price = move |e: &Estimate| fleet_cost(e, here.own_tokens, extra);
-    let room =
-        |e: &&Estimate| e.worker != here.worker && e.kv_live + e.own_tokens <= KV_ROOM * e.kv_cap;
-    cheapest(eval.estimates.iter().filter(room), price, rng).map(|e| e.worker)
+    clearly_better(cfg, eval, pinned, rng).or_else(|| rebalance(cfg, eval, here, rng))
 }
 
 /// The move rule (module docs, "A pinned session moves"): the best other worker than `pinned`

@@ -14,9 +14,6 @@ pub(crate) struct Estimate {
     pub(crate) cached_chars: usize,
     /// `agentic`: the tokens the worker's live sessions hold (the session ledger).
     pub(crate) kv_set: f64,
-    /// `agentic`: the same by the sessions' latest known sizes, the engines' reports where
-    /// there are any (the ledger's live KV): what the worker must keep for their next turns.
-    pub(crate) kv_live: f64,
     /// `agentic`: the turns per second the worker's live sessions send (the session ledger).
     pub(crate) turn_rate: f64,
     /// `agentic`: the live sessions the worker carries (the session ledger).

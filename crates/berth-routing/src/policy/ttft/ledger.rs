@@ -55,16 +55,6 @@
 //! than a chunk of its own): it names no parent from then on. Nor does a tip two live
 //! sessions share.
 //!
-//! **Live KV.** The working set above counts a session at its last *read* prompt, and the
-//! turns of a pinned session stream unread, so it stays near a session's first turn while its
-//! history grows several times over (a coding agent's prompt grows by every tool call). Each
-//! session also carries its *live* size: the same, replaced by the prompt its worker's engine
-//! reports for each answer (`--cache-feedback` `measure` or `on`), and each worker the sum over
-//! its live sessions, what it must keep in KV for its sessions' next turns
-//! ([`Ledger::live_kv`]). Placement and moves read it to keep each worker's live sessions
-//! within its KV (`agentic.rs`, "KV room"); the working set keeps pricing what a prompt would
-//! evict as before.
-//!
 //! Bounded: at most [`MAX_SESSIONS`] sessions (past it the least recently used goes), and the
 //! expiry queue at most [`QUEUE_PER_SESSION`] entries per session (a session is queued again
 //! only after a quarter of the live window). Pure: times are milliseconds the caller passes.
@@ -107,9 +97,6 @@ struct Session {
     turns: u32,
     /// Where its conversation has got to (module docs), once a prompt of it was read.
     tip: Option<u64>,
-    /// Tokens it holds on its worker by the latest size known, less `base`: its last read
-    /// prompt, replaced by each prompt its worker's engine reports (module docs, "Live KV").
-    live: u64,
 }
 
 /// The live sessions whose conversation got to one tip, and how new sessions went on from it.
@@ -142,9 +129,6 @@ pub struct LedgerStats {
     pub sessions: usize,
     /// Sessions dropped because the ledger was full, since start.
     pub dropped_full: u64,
-    /// What the live sessions hold by their latest known sizes, summed over the workers
-    /// (module docs, "Live KV").
-    pub live_kv_tokens: u64,
 }
 
 /// The per-session and per-worker working sets.
@@ -156,8 +140,6 @@ pub(crate) struct Ledger {
     rate_per_worker: HashMap<WorkerId, f64>,
     /// Per worker, its live sessions.
     sessions_per_worker: HashMap<WorkerId, u32>,
-    /// Per worker, the sum of its live sessions' `live` tokens (module docs, "Live KV").
-    live_per_worker: HashMap<WorkerId, u64>,
     /// (session, when queued), oldest first.
     expiry: VecDeque<(u128, u64)>,
     /// The typical gap between a session's turns, ms (none seen yet: `None`).
@@ -179,42 +161,6 @@ impl Ledger {
     /// The tokens `w`'s live sessions hold.
     pub(crate) fn working_set(&self, w: WorkerId) -> u64 {
         self.per_worker.get(&w).copied().unwrap_or(0)
-    }
-
-    /// The tokens `w`'s live sessions hold by their latest known sizes (the engines' reports
-    /// where there are any; module docs, "Live KV").
-    pub(crate) fn live_kv(&self, w: WorkerId) -> u64 {
-        self.live_per_worker.get(&w).copied().unwrap_or(0)
-    }
-
-    /// Session `key`'s live size on its worker (0 when the ledger does not hold it).
-    pub(crate) fn session_live(&self, key: u128) -> u64 {
-        self.sessions.get(&key).map_or(0, |s| s.live)
-    }
-
-    /// An engine reported that session `key`'s prompt on `w` was `prompt` tokens: its live
-    /// size there is that, less its base. Nothing for a session the ledger does not hold or
-    /// that has gone to another worker since.
-    pub(crate) fn report_size(&mut self, key: u128, w: WorkerId, prompt: u64) {
-        let Some(s) = self.sessions.get_mut(&key).filter(|s| s.worker == w) else {
-            return;
-        };
-        let live = prompt.saturating_sub(s.base);
-        let old = std::mem::replace(&mut s.live, live);
-        let sum = self.live_per_worker.entry(w).or_insert(0);
-        *sum = sum.saturating_sub(old) + live;
-        if *sum == 0 {
-            self.live_per_worker.remove(&w);
-        }
-    }
-
-    fn sub_live(&mut self, w: WorkerId, tokens: u64) {
-        if let Some(t) = self.live_per_worker.get_mut(&w) {
-            *t = t.saturating_sub(tokens);
-            if *t == 0 {
-                self.live_per_worker.remove(&w);
-            }
-        }
     }
 
     /// The turns per second `w`'s live sessions are expected to send.
@@ -366,7 +312,6 @@ impl Ledger {
         LedgerStats {
             sessions: self.sessions.len(),
             dropped_full: self.dropped_full,
-            live_kv_tokens: self.live_per_worker.values().sum(),
         }
     }
 
@@ -399,7 +344,6 @@ impl Ledger {
             }
             self.sub(s.worker, s.tokens);
             self.sub_rate(s.worker, s.rate);
-            self.sub_live(s.worker, s.live);
             self.live_turns = self.live_turns.saturating_sub(u64::from(s.turns));
             if ended {
                 let t = f64::from(s.turns);
@@ -465,22 +409,11 @@ impl Ledger {
             (None, Some(p)) => p.tokens,
             (None, None) => 0,
         };
-        // its live size: this prompt when it was read, else the latest known (a report on the
-        // same worker); a session that moved holds on its new worker what it sends there
-        let live = match (prompt, prev) {
-            (Some(t), _) => t.saturating_sub(base),
-            (None, Some(p)) => p.live.max(tokens),
-            (None, None) => 0,
-        };
         if let Some(p) = prev {
             self.sub(p.worker, p.tokens);
             self.sub_rate(p.worker, p.rate);
-            self.sub_live(p.worker, p.live);
         }
         self.add(w, tokens);
-        if live > 0 {
-            *self.live_per_worker.entry(w).or_insert(0) += live;
-        }
         let rate = self.rate_of(session_gap);
         self.add_rate(w, rate);
         self.live_turns += 1;
@@ -503,7 +436,6 @@ impl Ledger {
                 rate,
                 turns: prev.map_or(1, |p| p.turns.saturating_add(1)),
                 tip: prev.and_then(|p| p.tip),
-                live,
             },
         );
         if requeue {

@@ -9,7 +9,6 @@ mod agentic_children;
 mod agentic_life;
 mod agentic_load;
 mod agentic_reports;
-mod agentic_room;
 mod config;
 mod counters;
 mod eviction;

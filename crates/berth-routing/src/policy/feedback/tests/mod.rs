@@ -433,7 +433,6 @@ fn a_pinned_session_is_compared_with_its_previous_answer() {
     let key = send(&r, &snap, &p, Some("k1")).unwrap().session;
     let unread = Ticket {
         worker: W0,
-        ledger: None,
         expectation: None,
         session: key,
     };

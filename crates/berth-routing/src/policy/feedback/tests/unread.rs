@@ -25,7 +25,6 @@ fn after_an_unread_turn(mode: FeedbackMode) -> usize {
     // k1's next turn streamed unread: only the session's previous answer predicts it
     let unread = Ticket {
         worker: W0,
-        ledger: None,
         expectation: None,
         session: key,
     };
@@ -72,7 +71,6 @@ fn a_short_session_next_to_a_shared_prompt(policy: PolicyKind) -> (BodyPath, usi
     // k1's next turn streamed unread and fell short
     let unread = Ticket {
         worker: W0,
-        ledger: None,
         expectation: None,
         session: Some(key),
     };
@@ -113,7 +111,6 @@ fn ttft_aware_decides_a_turn_read_for_the_feedback_with_its_text() {
         r.observe_reported(t1, report(0, &p1), &snap);
         let unread = Ticket {
             worker: W0,
-            ledger: None,
             expectation: None,
             session: Some(key),
         };

@@ -86,16 +86,17 @@ def replay(jobs, key, cost):
     return out
 
 
-def losses(recs, shared):
+def losses(recs, jobs, shared):
+    """Of the turns `jobs_of` labelled lost, how many came with their worker's live context
+    over KV, and how many under it but over with the ended sessions' histories."""
     end = {}
     for r in recs:
         end[r["session_id"]] = r["start_ms"] + r["e2e_ms"]
     state, over, behind, n = {}, 0, 0, 0
-    for r in recs:
+    for r, j in zip(recs, jobs):
         s, w, t = r["session_id"], worker(r), r["start_ms"]
-        p, c = r["prompt_tokens"] or 0, r["cached_tokens"] or 0
         prev = state.get(s)
-        if prev and prev[0] == w and c < 0.9 * prev[3]:
+        if j["kind"] == "lost":
             n += 1
             live = [v for k, v in state.items() if v[0] == w and end[k] > t]
             ctx = sum(max(0, v[1] - shared) for v in live) + shared
@@ -105,7 +106,7 @@ def losses(recs, shared):
                 over += 1
             elif ctx + ended > KV:
                 behind += 1
-        state[s] = (w, p + (r["output_tokens"] or 0), t + r["e2e_ms"], p)
+        state[s] = (w, (r["prompt_tokens"] or 0) + (r["output_tokens"] or 0), t + r["e2e_ms"])
     return n, over, behind
 
 
@@ -131,7 +132,7 @@ for d in sys.argv[1:]:
     ]:
         ts = replay(jobs, key, cost)
         print("  %-19s p50 %5.0f  p90 %5.0f  p99 %5.0f ms" % (name, pct(ts, .5), pct(ts, .9), pct(ts, .99)))
-    n, over, behind = losses(recs, shared)
+    n, over, behind = losses(recs, jobs, shared)
     print("  lost turns %d: the worker's live context over KV (%d) at %d of them, under it but over with "
           "the histories of sessions that ended there since at %d (shared prefix %d counted once)" % (
               n, KV, over, behind, shared))
